@@ -1,0 +1,210 @@
+/*
+ * hccl_go.h: the C API of hccl-go, modelled on nccl.h.
+ *
+ * Everything crosses this boundary as plain C values: handles are opaque
+ * 64-bit ids (never Go pointers), buffers are caller-owned memory that must
+ * stay valid until the work that uses them has completed.
+ *
+ * Every call returns an hcclGoResult_t. On failure, hcclGoGetLastError(comm)
+ * (or hcclGoGetLastError(0) for calls without a communicator) gives a
+ * message that names the problem. No call ever exits the process or lets a
+ * Go panic escape: a panic becomes hcclGoInternalError with its message.
+ *
+ * Threading: all calls are thread-safe. Work callbacks run on a library
+ * thread; they must not block for long and must not call back into
+ * hcclGoWorkWait on the same work.
+ *
+ * Fork: a child process forked after the library was loaded may not use it;
+ * every call there returns hcclGoInvalidUsage (it never hangs).
+ */
+#ifndef HCCL_GO_H_
+#define HCCL_GO_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define HCCL_GO_MAJOR 0
+#define HCCL_GO_MINOR 1
+#define HCCL_GO_PATCH 0
+#define HCCL_GO_VERSION_CODE (HCCL_GO_MAJOR * 10000 + HCCL_GO_MINOR * 100 + HCCL_GO_PATCH)
+
+typedef enum {
+  hcclGoSuccess = 0,
+  hcclGoInvalidArgument = 1, /* bad pointer, count, dtype, op, rank, handle */
+  hcclGoInvalidUsage = 2,    /* destroyed comm, use after fork, double free */
+  hcclGoSystemError = 3,     /* socket, shared memory or OS failure */
+  hcclGoRemoteError = 4,     /* a peer failed or went away */
+  hcclGoTimeout = 5,         /* a blocking wait ran out of time */
+  hcclGoInternalError = 6,   /* a bug in the library (e.g. a recovered panic) */
+  hcclGoInProgress = 7,      /* work not finished yet (hcclGoWorkTest) */
+  hcclGoAborted = 8,         /* the communicator was aborted */
+  hcclGoNumResults = 9
+} hcclGoResult_t;
+
+/* Element types. Values follow ncclDataType_t where NCCL has the type. */
+typedef enum {
+  hcclGoInt8 = 0,
+  hcclGoUint8 = 1,
+  hcclGoInt32 = 2,
+  hcclGoUint32 = 3,
+  hcclGoInt64 = 4,
+  hcclGoUint64 = 5,
+  hcclGoFloat16 = 6,
+  hcclGoFloat32 = 7,
+  hcclGoFloat64 = 8,
+  hcclGoBfloat16 = 9,
+  hcclGoBool = 10,
+  hcclGoInt16 = 11,
+  hcclGoNumTypes = 12
+} hcclGoDataType_t;
+
+/* Reduction operators. PREMUL_SUM takes its scalar as an argument of the
+ * collective (see hcclGoAllReduce); AVG divides the sum by the number of
+ * ranks (integers truncate toward zero). Bitwise ops need integer or bool. */
+typedef enum {
+  hcclGoSum = 0,
+  hcclGoProd = 1,
+  hcclGoMax = 2,
+  hcclGoMin = 3,
+  hcclGoAvg = 4,
+  hcclGoPremulSum = 5,
+  hcclGoBand = 6,
+  hcclGoBor = 7,
+  hcclGoBxor = 8,
+  hcclGoNumOps = 9
+} hcclGoRedOp_t;
+
+typedef uint64_t hcclGoComm_t;     /* 0 is never a valid communicator */
+typedef uint64_t hcclGoWork_t;     /* 0 is never a valid work */
+typedef uint64_t hcclGoListener_t; /* 0 is never a valid listener */
+
+/* Streams: ops on one stream run in order; ops on different streams may
+ * overlap. Point-to-point ops never queue behind collectives. */
+#define HCCL_GO_STREAM_DEFAULT 0
+#define HCCL_GO_STREAM_HIGH_PRIORITY 1
+
+/* Completion callback: status is hcclGoSuccess or the error; msg is a
+ * NUL-terminated message (empty on success) valid only during the call. */
+typedef void (*hcclGoCallback_t)(void* userData, hcclGoWork_t work, hcclGoResult_t status, const char* msg);
+
+/* ---- Library ---------------------------------------------------------- */
+
+hcclGoResult_t hcclGoGetVersion(int* version);
+const char* hcclGoGetErrorString(hcclGoResult_t result);
+/* Copies the last error message of comm (or of the calling context when
+ * comm is 0) into buf, NUL-terminated and truncated to len bytes. */
+hcclGoResult_t hcclGoGetLastError(hcclGoComm_t comm, char* buf, size_t len);
+
+/* ---- Communicator setup ---------------------------------------------- */
+
+/* Opens this rank's listening socket before the rendezvous. bindAddr is
+ * "host:port" (port 0 for any), or NULL/"" for the default chosen from
+ * HCCL_GO_SOCKET_IFNAME / the host's address. The address peers should dial
+ * is written to addr (NUL-terminated, at most addrLen bytes). */
+hcclGoResult_t hcclGoListen(const char* bindAddr, hcclGoListener_t* listener, char* addr, size_t addrLen);
+/* Closes a listener that was not handed to hcclGoCommInitRank. */
+hcclGoResult_t hcclGoListenerClose(hcclGoListener_t listener);
+
+/* Creates a communicator of nranks ranks, this one being rank. peerAddrs[i]
+ * is the address rank i published (from its hcclGoListen); hostIds[i]
+ * identifies rank i's host (for shared memory; may be NULL). secret is the
+ * job's shared secret used in every connection handshake (NUL-terminated,
+ * may be empty). options is "key=value;key=value" with keys such as
+ * timeout_ms, algo, transport, compression (NULL for defaults and
+ * HCCL_GO_* environment variables). The listener is consumed. */
+hcclGoResult_t hcclGoCommInitRank(hcclGoComm_t* comm, int nranks, int rank, hcclGoListener_t listener,
+                                  const char* const* peerAddrs, const char* const* hostIds,
+                                  const char* secret, const char* options);
+/* Fails every pending and later op of comm with hcclGoAborted at once. */
+hcclGoResult_t hcclGoCommAbort(hcclGoComm_t comm);
+/* Waits for pending work (up to the comm's timeout), then frees every link,
+ * goroutine and segment of comm. The handle is invalid afterwards. */
+hcclGoResult_t hcclGoCommDestroy(hcclGoComm_t comm);
+hcclGoResult_t hcclGoCommCount(hcclGoComm_t comm, int* count);
+hcclGoResult_t hcclGoCommUserRank(hcclGoComm_t comm, int* rank);
+/* Writes a JSON description of comm (settings, transport per peer,
+ * algorithm choices) into buf, NUL-terminated and truncated to len. */
+hcclGoResult_t hcclGoCommInfo(hcclGoComm_t comm, char* buf, size_t len);
+
+/* ---- Collectives -------------------------------------------------------
+ * Each returns at once with *work set; the op runs on the given stream.
+ * sendbuff may equal recvbuff (in place) where the shapes allow it.
+ * Counts are in elements of datatype. A buffer may be NULL only when its
+ * count is 0. preMulScalar is used by hcclGoPremulSum only. */
+
+hcclGoResult_t hcclGoAllReduce(const void* sendbuff, void* recvbuff, size_t count, hcclGoDataType_t datatype,
+                               hcclGoRedOp_t op, double preMulScalar, hcclGoComm_t comm, int stream,
+                               hcclGoWork_t* work);
+hcclGoResult_t hcclGoBroadcast(const void* sendbuff, void* recvbuff, size_t count, hcclGoDataType_t datatype,
+                               int root, hcclGoComm_t comm, int stream, hcclGoWork_t* work);
+/* recvbuff is written on root only (may be NULL elsewhere). */
+hcclGoResult_t hcclGoReduce(const void* sendbuff, void* recvbuff, size_t count, hcclGoDataType_t datatype,
+                            hcclGoRedOp_t op, double preMulScalar, int root, hcclGoComm_t comm, int stream,
+                            hcclGoWork_t* work);
+/* recvbuff holds nranks*sendcount elements, rank i's block at i*sendcount. */
+hcclGoResult_t hcclGoAllGather(const void* sendbuff, void* recvbuff, size_t sendcount, hcclGoDataType_t datatype,
+                               hcclGoComm_t comm, int stream, hcclGoWork_t* work);
+/* sendbuff holds nranks*recvcount elements; rank i receives block i reduced. */
+hcclGoResult_t hcclGoReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
+                                   hcclGoDataType_t datatype, hcclGoRedOp_t op, double preMulScalar,
+                                   hcclGoComm_t comm, int stream, hcclGoWork_t* work);
+/* Per-rank counts: sendbuff holds sum(recvcounts) elements, rank i's block
+ * starts at sum(recvcounts[0..i)). recvcounts has nranks entries. */
+hcclGoResult_t hcclGoReduceScatterV(const void* sendbuff, void* recvbuff, const size_t* recvcounts,
+                                    hcclGoDataType_t datatype, hcclGoRedOp_t op, double preMulScalar,
+                                    hcclGoComm_t comm, int stream, hcclGoWork_t* work);
+/* Per-rank counts: rank i contributes recvcounts[i] elements, placed at
+ * sum(recvcounts[0..i)) in recvbuff. */
+hcclGoResult_t hcclGoAllGatherV(const void* sendbuff, void* recvbuff, const size_t* recvcounts,
+                                hcclGoDataType_t datatype, hcclGoComm_t comm, int stream, hcclGoWork_t* work);
+/* Element counts and displacements (in elements) per peer, nranks entries each. */
+hcclGoResult_t hcclGoAllToAllV(const void* sendbuff, const size_t* sendcounts, const size_t* sdispls,
+                               void* recvbuff, const size_t* recvcounts, const size_t* rdispls,
+                               hcclGoDataType_t datatype, hcclGoComm_t comm, int stream, hcclGoWork_t* work);
+/* Equal blocks of count elements to and from every rank. */
+hcclGoResult_t hcclGoAllToAll(const void* sendbuff, void* recvbuff, size_t count, hcclGoDataType_t datatype,
+                              hcclGoComm_t comm, int stream, hcclGoWork_t* work);
+/* recvbuff (nranks*count elements) is used on root only. */
+hcclGoResult_t hcclGoGather(const void* sendbuff, void* recvbuff, size_t count, hcclGoDataType_t datatype, int root,
+                            hcclGoComm_t comm, int stream, hcclGoWork_t* work);
+/* sendbuff (nranks*count elements) is used on root only. */
+hcclGoResult_t hcclGoScatter(const void* sendbuff, void* recvbuff, size_t count, hcclGoDataType_t datatype, int root,
+                             hcclGoComm_t comm, int stream, hcclGoWork_t* work);
+hcclGoResult_t hcclGoBarrier(hcclGoComm_t comm, int stream, hcclGoWork_t* work);
+
+/* ---- Point to point ----------------------------------------------------
+ * Matched by (peer, tag) in order. Sends to one peer run in order, receives
+ * from one peer run in order, and neither waits behind collectives or the
+ * other direction, so any interleaving of isend/irecv is deadlock-free. */
+
+hcclGoResult_t hcclGoSend(const void* sendbuff, size_t count, hcclGoDataType_t datatype, int peer, uint32_t tag,
+                          hcclGoComm_t comm, hcclGoWork_t* work);
+hcclGoResult_t hcclGoRecv(void* recvbuff, size_t count, hcclGoDataType_t datatype, int peer, uint32_t tag,
+                          hcclGoComm_t comm, hcclGoWork_t* work);
+
+/* ---- Work ------------------------------------------------------------- */
+
+/* Blocks until work completes or timeoutMs passes (timeoutMs < 0: the
+ * comm's timeout). Returns the op's status, or hcclGoTimeout (the work keeps
+ * running; it is not cancelled). */
+hcclGoResult_t hcclGoWorkWait(hcclGoWork_t work, int64_t timeoutMs);
+/* hcclGoSuccess or the op's error when done; hcclGoInProgress otherwise. */
+hcclGoResult_t hcclGoWorkTest(hcclGoWork_t work);
+/* Copies the work's error message (empty if none) into buf. */
+hcclGoResult_t hcclGoWorkError(hcclGoWork_t work, char* buf, size_t len);
+/* Calls cb exactly once when work completes (at once, on the calling thread,
+ * if it already has). At most one callback per work. */
+hcclGoResult_t hcclGoWorkSetCallback(hcclGoWork_t work, hcclGoCallback_t cb, void* userData);
+/* Releases the handle. The op itself still runs to completion, and a
+ * registered callback still fires. */
+hcclGoResult_t hcclGoWorkFree(hcclGoWork_t work);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* HCCL_GO_H_ */
