@@ -12,19 +12,19 @@ type DType int32
 
 // The values follow nccl.h where NCCL has the type.
 const (
-	Int8     DType = 0
-	Uint8    DType = 1
-	Int32    DType = 2
-	Uint32   DType = 3
-	Int64    DType = 4
-	Uint64   DType = 5
-	Float16  DType = 6
-	Float32  DType = 7
-	Float64  DType = 8
-	BFloat16 DType = 9
-	Bool     DType = 10
-	Int16    DType = 11
-	numDTypes      = 12
+	Int8      DType = 0
+	Uint8     DType = 1
+	Int32     DType = 2
+	Uint32    DType = 3
+	Int64     DType = 4
+	Uint64    DType = 5
+	Float16   DType = 6
+	Float32   DType = 7
+	Float64   DType = 8
+	BFloat16  DType = 9
+	Bool      DType = 10
+	Int16     DType = 11
+	numDTypes       = 12
 )
 
 var dtypeInfo = [numDTypes]struct {
