@@ -1,0 +1,129 @@
+// Package streams runs operations asynchronously and in order.
+//
+// A Stream is a FIFO of operations run by one goroutine: operations on one
+// stream run one after another in submission order, operations on different
+// streams may overlap. Every operation yields a Work, which completes exactly
+// once with a status (nil or the operation's error) and runs its completion
+// callbacks then, so callers never need to poll.
+package streams
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// ErrTimeout is returned by Work.Wait when the wait ran out of time. The
+// operation itself keeps running.
+var ErrTimeout = errors.New("wait timed out")
+
+// Work is the handle of one submitted operation.
+type Work struct {
+	desc string
+	done chan struct{}
+
+	mu        sync.Mutex
+	err       error
+	completed bool
+	callbacks []func(error)
+	started   time.Time
+	finished  time.Time
+}
+
+// NewWork returns an incomplete Work described by desc (used in errors and
+// traces, e.g. "allreduce seq 7").
+func NewWork(desc string) *Work {
+	return &Work{desc: desc, done: make(chan struct{})}
+}
+
+// Desc describes the operation.
+func (w *Work) Desc() string { return w.desc }
+
+// Done is closed when the work has completed.
+func (w *Work) Done() <-chan struct{} { return w.done }
+
+// Complete records the status of the work and runs its callbacks, in the
+// order they were added, on the calling goroutine. Only the first call has an
+// effect; it reports whether it was the first.
+func (w *Work) Complete(err error) bool {
+	w.mu.Lock()
+	if w.completed {
+		w.mu.Unlock()
+		return false
+	}
+	w.completed = true
+	w.err = err
+	w.finished = time.Now()
+	cbs := w.callbacks
+	w.callbacks = nil
+	close(w.done)
+	w.mu.Unlock()
+	// Callbacks run without the lock: they may call back into the Work.
+	for _, cb := range cbs {
+		cb(err)
+	}
+	return true
+}
+
+// OnComplete registers cb to run once with the work's status. If the work
+// has already completed, cb runs at once on the calling goroutine.
+func (w *Work) OnComplete(cb func(error)) {
+	w.mu.Lock()
+	if !w.completed {
+		w.callbacks = append(w.callbacks, cb)
+		w.mu.Unlock()
+		return
+	}
+	err := w.err
+	w.mu.Unlock()
+	cb(err)
+}
+
+// Test reports whether the work has completed, and its status if so.
+func (w *Work) Test() (bool, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.completed, w.err
+}
+
+// Err is the work's status: nil while running or after success.
+func (w *Work) Err() error {
+	_, err := w.Test()
+	return err
+}
+
+// Wait blocks until the work completes, ctx ends, or timeout passes
+// (timeout <= 0: no limit besides ctx). It returns the work's status, or an
+// error wrapping ErrTimeout or ctx.Err().
+func (w *Work) Wait(ctx context.Context, timeout time.Duration) error {
+	var timer <-chan time.Time
+	if timeout > 0 {
+		t := time.NewTimer(timeout)
+		defer t.Stop()
+		timer = t.C
+	}
+	select {
+	case <-w.done:
+		return w.Err()
+	case <-timer:
+		return fmt.Errorf("%s: %w after %v", w.desc, ErrTimeout, timeout)
+	case <-ctx.Done():
+		return fmt.Errorf("%s: wait: %w", w.desc, ctx.Err())
+	}
+}
+
+// Times returns when the work started running and when it completed (zero
+// values if it has not yet).
+func (w *Work) Times() (started, finished time.Time) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.started, w.finished
+}
+
+func (w *Work) markStarted() {
+	w.mu.Lock()
+	w.started = time.Now()
+	w.mu.Unlock()
+}
