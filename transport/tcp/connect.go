@@ -1,0 +1,325 @@
+package tcp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/hccl-go/hccl-go/transport"
+)
+
+// maxPendingHandshakes bounds the accepted connections handshaking at once,
+// so that a flood of strangers cannot exhaust goroutines or sockets.
+const maxPendingHandshakes = 64
+
+// Dial retry backoff: a peer's listener may not be accepting yet.
+const (
+	minDialBackoff = 10 * time.Millisecond
+	maxDialBackoff = 500 * time.Millisecond
+)
+
+// keepAlive detects a vanished host (no FIN, no RST) within about 25 s.
+var keepAlive = net.KeepAliveConfig{Enable: true, Idle: 10 * time.Second, Interval: 5 * time.Second, Count: 3}
+
+var errConnectTimeout = errors.New("connection setup timed out")
+
+// Connect builds rank's endpoint of a communicator whose ranks listen at
+// peerAddrs (peerAddrs[i] is rank i's Listener.Addr; this rank's own entry is
+// not used). Rank i dials every rank below it and accepts connections from
+// every rank above it on l; dials are retried with backoff until
+// cfg.ConnectTimeout or ctx ends. Connections that fail the handshake are
+// closed and logged without failing the setup. Connect takes ownership of l
+// and closes it when it returns.
+func Connect(ctx context.Context, l *Listener, rank int, peerAddrs []string, cfg Config) (transport.Endpoint, error) {
+	defer l.Close()
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, fmt.Errorf("tcp connect: %w", err)
+	}
+	size := len(peerAddrs)
+	if rank < 0 || rank >= size {
+		return nil, fmt.Errorf("tcp connect: rank %d not in [0, %d)", rank, size)
+	}
+	ctx, cancelTimeout := context.WithTimeoutCause(ctx, cfg.ConnectTimeout, errConnectTimeout)
+	defer cancelTimeout()
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+
+	s := newSetup(rank, size, cfg, ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() { s.acceptLoop(l) })
+	for peer := range rank {
+		for stream := range cfg.StreamsPerPeer {
+			wg.Go(func() { s.dialLoop(ctx, cancel, peerAddrs[peer], peer, stream) })
+		}
+	}
+
+	select {
+	case <-s.complete:
+	case <-ctx.Done():
+	}
+	// Stop accepting and dialing, drop strangers still handshaking, and wait
+	// for every setup goroutine before deciding.
+	_ = l.Close()
+	cancel(nil)
+	s.closePending()
+	wg.Wait()
+
+	if missing := s.missing(); len(missing) > 0 {
+		s.closeAll()
+		cause := context.Cause(ctx)
+		if err := s.lastErr(missing[0]); err != nil && !errors.Is(cause, errHandshakeRefused) && !errors.Is(cause, errBadAuth) {
+			cause = fmt.Errorf("%w (last attempt: %w)", cause, err)
+		}
+		return nil, &transport.PeerError{Peer: missing[0], Op: "connect",
+			Err: fmt.Errorf("rank %d has no link to ranks %v: %w", rank, missing, cause)}
+	}
+	return newEndpoint(rank, size, cfg, s.conns, s.maxFrame), nil
+}
+
+// setup collects the connections of one Connect call.
+type setup struct {
+	rank, size int
+	cfg        Config
+	deadline   time.Time
+	complete   chan struct{} // closed when every link slot is filled
+
+	mu       sync.Mutex
+	conns    [][]*net.TCPConn // [peer][stream]; nil until established
+	reserved [][]bool         // slot taken by an accepted handshake
+	maxFrame []int            // each peer's announced frame bound
+	need     int              // slots still empty
+	errs     []error          // last dial error per peer
+	pending  map[net.Conn]struct{}
+}
+
+func newSetup(rank, size int, cfg Config, ctx context.Context) *setup {
+	s := &setup{
+		rank:     rank,
+		size:     size,
+		cfg:      cfg,
+		complete: make(chan struct{}),
+		conns:    make([][]*net.TCPConn, size),
+		reserved: make([][]bool, size),
+		maxFrame: make([]int, size),
+		errs:     make([]error, size),
+		pending:  make(map[net.Conn]struct{}),
+		need:     (size - 1) * cfg.StreamsPerPeer,
+	}
+	s.deadline, _ = ctx.Deadline()
+	for p := range size {
+		if p != rank {
+			s.conns[p] = make([]*net.TCPConn, cfg.StreamsPerPeer)
+			s.reserved[p] = make([]bool, cfg.StreamsPerPeer)
+		}
+	}
+	if s.need == 0 {
+		close(s.complete)
+	}
+	return s
+}
+
+// handshakeDeadline bounds one accepted handshake.
+func (s *setup) handshakeDeadline() time.Time {
+	d := time.Now().Add(s.cfg.HandshakeTimeout)
+	if d.After(s.deadline) {
+		d = s.deadline
+	}
+	return d
+}
+
+// acceptLoop accepts until l is closed, handshaking each connection in its
+// own goroutine.
+func (s *setup) acceptLoop(l *Listener) {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for {
+		conn, err := l.ln.AcceptTCP()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			s.cfg.Logf("hccl-go tcp: rank %d: accept: %v", s.rank, err)
+			time.Sleep(minDialBackoff) // e.g. out of file descriptors
+			continue
+		}
+		if !s.addPending(conn) {
+			s.cfg.Logf("hccl-go tcp: rank %d: refused connection from %s: too many pending handshakes", s.rank, conn.RemoteAddr())
+			_ = conn.Close()
+			continue
+		}
+		wg.Go(func() { s.serve(conn) })
+	}
+}
+
+// serve handshakes one accepted connection and files it, or closes it.
+func (s *setup) serve(conn *net.TCPConn) {
+	p, err := s.acceptHandshake(conn)
+	if err == nil {
+		err = tune(conn)
+	}
+	if err == nil && s.fill(p.rank, p.stream, conn, p.maxFrame) {
+		s.dropPending(conn)
+		return
+	}
+	s.dropPending(conn)
+	_ = conn.Close()
+	if err != nil {
+		s.cfg.Logf("hccl-go tcp: rank %d: refused connection from %s: %v", s.rank, conn.RemoteAddr(), err)
+	}
+}
+
+// dialLoop establishes link (peer, stream), retrying until it succeeds, the
+// setup ends, or the peer refuses for good (which aborts the setup).
+func (s *setup) dialLoop(ctx context.Context, abort context.CancelCauseFunc, addr string, peer, stream int) {
+	d := net.Dialer{KeepAliveConfig: keepAlive}
+	backoff := minDialBackoff
+	for ctx.Err() == nil {
+		conn, err := d.DialContext(ctx, "tcp", addr)
+		if err == nil {
+			tc := conn.(*net.TCPConn)
+			var maxFrame int
+			maxFrame, err = s.dialHandshake(ctx, tc, peer, stream)
+			if err == nil {
+				err = tune(tc)
+			}
+			if err == nil && s.fill(peer, stream, tc, maxFrame) {
+				return
+			}
+			_ = conn.Close()
+			if errors.Is(err, errHandshakeRefused) || errors.Is(err, errBadAuth) {
+				abort(fmt.Errorf("rank %d at %s: %w", peer, addr, err))
+				return
+			}
+		}
+		if err != nil {
+			s.setErr(peer, fmt.Errorf("dial rank %d at %s: %w", peer, addr, err))
+		}
+		t := time.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+		case <-t.C:
+		}
+		t.Stop()
+		backoff = min(2*backoff, maxDialBackoff)
+	}
+}
+
+// tune sets the socket options every link uses.
+func tune(c *net.TCPConn) error {
+	if err := c.SetNoDelay(true); err != nil {
+		return fmt.Errorf("set TCP_NODELAY: %w", err)
+	}
+	if err := c.SetKeepAliveConfig(keepAlive); err != nil {
+		return fmt.Errorf("set keepalive: %w", err)
+	}
+	return nil
+}
+
+func (s *setup) addPending(c net.Conn) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.pending) >= maxPendingHandshakes {
+		return false
+	}
+	s.pending[c] = struct{}{}
+	return true
+}
+
+func (s *setup) dropPending(c net.Conn) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.pending, c)
+}
+
+// closePending cuts handshakes still running when the setup ends.
+func (s *setup) closePending() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for c := range s.pending {
+		_ = c.Close()
+	}
+}
+
+// reserve claims slot (peer, stream) for an accepted connection; false if it
+// is taken.
+func (s *setup) reserve(peer, stream int) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.reserved[peer][stream] {
+		return false
+	}
+	s.reserved[peer][stream] = true
+	return true
+}
+
+func (s *setup) unreserve(peer, stream int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.reserved[peer][stream] = false
+}
+
+// fill files an established connection. It reports false when the setup
+// has already ended, in which case the caller closes conn.
+func (s *setup) fill(peer, stream int, conn *net.TCPConn, maxFrame int) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	select {
+	case <-s.complete:
+		return false
+	default:
+	}
+	if s.conns[peer][stream] != nil {
+		return false
+	}
+	s.conns[peer][stream] = conn
+	s.maxFrame[peer] = maxFrame
+	s.need--
+	if s.need == 0 {
+		close(s.complete)
+	}
+	return true
+}
+
+func (s *setup) setErr(peer int, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.errs[peer] = err
+}
+
+func (s *setup) lastErr(peer int) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.errs[peer]
+}
+
+// missing lists the peers with at least one link not established.
+func (s *setup) missing() []int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []int
+	for p, streams := range s.conns {
+		for _, c := range streams {
+			if c == nil {
+				out = append(out, p)
+				break
+			}
+		}
+	}
+	return out
+}
+
+func (s *setup) closeAll() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, streams := range s.conns {
+		for _, c := range streams {
+			if c != nil {
+				_ = c.Close()
+			}
+		}
+	}
+}

@@ -1,0 +1,135 @@
+package tcp
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"sync"
+
+	"github.com/hccl-go/hccl-go/transport"
+	"github.com/hccl-go/hccl-go/transport/internal/match"
+)
+
+// Endpoint is one rank's TCP links to the other ranks of a communicator.
+type Endpoint struct {
+	rank, size int
+	cfg        Config
+	box        *match.Box
+	links      []*link // nil at this rank's own index
+
+	closing   chan struct{}
+	closeOnce sync.Once
+	readers   sync.WaitGroup
+}
+
+var _ transport.Endpoint = (*Endpoint)(nil)
+
+// newEndpoint wraps established connections (conns[peer][stream]) and starts
+// one reader goroutine per connection.
+func newEndpoint(rank, size int, cfg Config, conns [][]*net.TCPConn, maxFrame []int) *Endpoint {
+	e := &Endpoint{
+		rank:    rank,
+		size:    size,
+		cfg:     cfg,
+		box:     match.NewBox(rank, size),
+		links:   make([]*link, size),
+		closing: make(chan struct{}),
+	}
+	for p := range size {
+		if p != rank {
+			e.links[p] = newLink(e, p, conns[p], min(cfg.MaxFrameBytes, maxFrame[p]))
+		}
+	}
+	for _, l := range e.links {
+		if l == nil {
+			continue
+		}
+		for _, s := range l.streams {
+			e.readers.Go(func() { l.readLoop(s) })
+		}
+	}
+	return e
+}
+
+// Rank implements transport.Endpoint.
+func (e *Endpoint) Rank() int { return e.rank }
+
+// Size implements transport.Endpoint.
+func (e *Endpoint) Size() int { return e.size }
+
+// Send implements transport.Endpoint. Small messages are written by the
+// calling goroutine in one writev; large ones are cut into frames and, with
+// several streams per peer, striped across them. If ctx ends while a frame is
+// half written, the link to peer is closed (the stream cannot be resumed).
+func (e *Endpoint) Send(ctx context.Context, peer int, tag transport.Tag, data []byte) error {
+	if err := e.checkPeer(peer); err != nil {
+		return fmt.Errorf("tcp send: %w", err)
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("send to rank %d tag %#x: %w", peer, uint64(tag), err)
+	}
+	if e.isClosing() {
+		return transport.ErrClosed
+	}
+	if peer == e.rank {
+		return e.sendSelf(tag, data)
+	}
+	return e.links[peer].send(ctx, tag, data)
+}
+
+// sendSelf delivers a message to this endpoint's own receives.
+func (e *Endpoint) sendSelf(tag transport.Tag, data []byte) error {
+	in, err := e.box.Arrive(e.rank, tag, len(data))
+	if err != nil {
+		return fmt.Errorf("send to self: %w", err)
+	}
+	if len(data) > 0 {
+		if dst := in.Acquire(0, len(data), nil); dst != nil {
+			copy(dst, data)
+		}
+		in.Release(len(data), nil)
+	}
+	return nil
+}
+
+// Recv implements transport.Endpoint. When the receive is posted before the
+// message arrives, the reader goroutine reads the body straight into buf.
+func (e *Endpoint) Recv(ctx context.Context, peer int, tag transport.Tag, buf []byte) error {
+	if err := e.checkPeer(peer); err != nil {
+		return fmt.Errorf("tcp recv: %w", err)
+	}
+	return e.box.Recv(ctx, peer, tag, buf)
+}
+
+// Close implements transport.Endpoint: it closes every connection, fails
+// pending operations with transport.ErrClosed, and returns once every reader
+// goroutine has exited.
+func (e *Endpoint) Close() error {
+	e.closeOnce.Do(func() {
+		close(e.closing)
+		e.box.Close()
+		for _, l := range e.links {
+			if l != nil {
+				l.fail(transport.ErrClosed)
+			}
+		}
+		e.readers.Wait()
+	})
+	return nil
+}
+
+func (e *Endpoint) isClosing() bool {
+	select {
+	case <-e.closing:
+		return true
+	default:
+		return false
+	}
+}
+
+func (e *Endpoint) checkPeer(peer int) error {
+	if peer < 0 || peer >= e.size {
+		return fmt.Errorf("peer rank %d out of range [0, %d)", peer, e.size)
+	}
+	return nil
+}

@@ -1,0 +1,244 @@
+package tcp
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/hccl-go/hccl-go/transport"
+	"github.com/hccl-go/hccl-go/transport/internal/match"
+)
+
+// longAgo is a deadline in the past: setting it wakes a blocked read or write.
+var longAgo = time.Unix(1, 0)
+
+// errInterrupted reports a read cut short by Interrupt.
+var errInterrupted = errors.New("read interrupted")
+
+// stream is one TCP connection of a link. Writers take turns frame by frame
+// (wtok); one reader goroutine reads every frame that arrives.
+type stream struct {
+	link  *link
+	index int
+	conn  *net.TCPConn
+
+	// Write side, guarded by wtok (a token: one frame writer at a time).
+	wtok  chan struct{}
+	hdr   [headerSize]byte
+	iov   [2][]byte
+	wbufs net.Buffers
+
+	// Read side, used by the reader goroutine only.
+	br   *bufio.Reader
+	rhdr [headerSize]byte
+
+	imu         sync.Mutex
+	interrupted bool // a read deadline was set by Interrupt
+}
+
+// acquire takes the write token, unless ctx ends or the link dies first.
+func (s *stream) acquire(ctx context.Context) error {
+	select {
+	case s.wtok <- struct{}{}:
+	default:
+		select {
+		case s.wtok <- struct{}{}:
+		case <-ctx.Done():
+			return &sendCtxError{peer: s.link.peer, err: ctx.Err()}
+		case <-s.link.dead:
+			return s.link.err("send")
+		}
+	}
+	if s.link.isDead() {
+		s.release()
+		return s.link.err("send")
+	}
+	return nil
+}
+
+func (s *stream) release() { <-s.wtok }
+
+// sendCtxError is a send abandoned before it wrote anything.
+type sendCtxError struct {
+	peer int
+	err  error
+}
+
+func (e *sendCtxError) Error() string { return fmt.Sprintf("send to rank %d: %v", e.peer, e.err) }
+func (e *sendCtxError) Unwrap() error { return e.err }
+
+// writeFrames sends bytes [from, to) of message seq as data frames, taking
+// the write token per frame so other messages can interleave.
+func (s *stream) writeFrames(ctx context.Context, tag transport.Tag, seq uint64, data []byte, from, to int) error {
+	frag := s.link.fragSize
+	for off := from; off < to; off += frag {
+		end := min(off+frag, to)
+		if err := s.acquire(ctx); err != nil {
+			return err
+		}
+		err := s.writeFrame(ctx, frameHeader{Kind: frameData, FragLen: uint32(end - off), Tag: tag, Seq: seq, MsgLen: uint64(len(data)), Offset: uint64(off)}, data[off:end])
+		s.release()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeFrame writes header and body with one writev. The caller holds the
+// write token. A frame cut short breaks the stream, so the link fails.
+func (s *stream) writeFrame(ctx context.Context, h frameHeader, body []byte) error {
+	encodeHeader(s.hdr[:], h)
+	s.iov[0], s.iov[1] = s.hdr[:], body
+	s.wbufs = s.iov[:]
+
+	var stop func() bool
+	var fired chan struct{}
+	if ctx.Done() != nil {
+		fired = make(chan struct{})
+		stop = context.AfterFunc(ctx, func() {
+			_ = s.conn.SetWriteDeadline(longAgo)
+			close(fired)
+		})
+	}
+	n, err := s.wbufs.WriteTo(s.conn)
+	s.iov[1] = nil // do not keep the caller's memory
+	if stop != nil && !stop() {
+		<-fired
+		_ = s.conn.SetWriteDeadline(time.Time{})
+		if err != nil && n == 0 && ctx.Err() != nil {
+			// Nothing written: the stream is intact, only this send is off.
+			return &sendCtxError{peer: s.link.peer, err: ctx.Err()}
+		}
+		if err != nil && ctx.Err() != nil {
+			err = fmt.Errorf("cancelled after %d of %d bytes of a frame: %w", n, headerSize+len(body), ctx.Err())
+		}
+	}
+	if err != nil {
+		if s.link.ep.isClosing() {
+			return s.link.err("send")
+		}
+		s.link.fail(fmt.Errorf("write on stream %d: %w", s.index, err))
+		return s.link.err("send")
+	}
+	return nil
+}
+
+// readLoop reads frames until the connection fails or closes, then fails
+// the link (a no-op when the endpoint is closing).
+func (l *link) readLoop(s *stream) {
+	for {
+		if err := s.readFrame(); err != nil {
+			l.fail(fmt.Errorf("read on stream %d: %w", s.index, err))
+			return
+		}
+	}
+}
+
+// readFrame reads one frame and lands its body where it belongs.
+func (s *stream) readFrame() error {
+	if _, err := s.readFull(s.rhdr[:], true); err != nil {
+		return err
+	}
+	h, err := decodeHeader(s.rhdr[:], s.link.ep.cfg.MaxFrameBytes)
+	if err != nil {
+		return err
+	}
+	var in *match.Incoming
+	if h.Kind == frameStart {
+		if s.index != 0 {
+			return fmt.Errorf("%w: start frame on stream %d", errProtocol, s.index)
+		}
+		in, err = s.link.announce(h)
+	} else {
+		in, err = s.link.lookup(h, s.index == 0)
+	}
+	if err != nil {
+		return err
+	}
+	return s.land(in, int(h.Offset), int(h.FragLen))
+}
+
+// land reads cnt body bytes into message in at off: straight into the
+// receiver's buffer when it is posted, else into the message's own storage,
+// else (receive abandoned) nowhere.
+func (s *stream) land(in *match.Incoming, off, cnt int) error {
+	for cnt > 0 {
+		var n int
+		var err error
+		if dst := in.Acquire(off, cnt, s); dst != nil {
+			n, err = s.readFull(dst, false)
+		} else {
+			n, err = s.discard(cnt)
+		}
+		in.Release(n, s)
+		off += n
+		cnt -= n
+		if err != nil && !errors.Is(err, errInterrupted) {
+			return err
+		}
+	}
+	return nil
+}
+
+// readFull fills p. An Interrupt either restarts the read (retry) or ends it
+// with errInterrupted, so the caller can ask where the rest goes.
+func (s *stream) readFull(p []byte, retry bool) (int, error) {
+	n := 0
+	for n < len(p) {
+		m, err := s.br.Read(p[n:])
+		n += m
+		if err != nil {
+			if !s.takeInterrupt(err) {
+				return n, err
+			}
+			if !retry {
+				return n, errInterrupted
+			}
+		}
+	}
+	return n, nil
+}
+
+// discard skips cnt bytes of the connection.
+func (s *stream) discard(cnt int) (int, error) {
+	n := 0
+	for n < cnt {
+		m, err := s.br.Discard(cnt - n)
+		n += m
+		if err != nil && !s.takeInterrupt(err) {
+			return n, err
+		}
+	}
+	return n, nil
+}
+
+// Interrupt implements match.Interrupter: it wakes the reader if it is
+// blocked reading into a buffer whose receive is giving up.
+func (s *stream) Interrupt() {
+	s.imu.Lock()
+	defer s.imu.Unlock()
+	s.interrupted = true
+	_ = s.conn.SetReadDeadline(longAgo)
+}
+
+// takeInterrupt reports whether err is the work of Interrupt, and if so
+// clears the deadline so reading can go on.
+func (s *stream) takeInterrupt(err error) bool {
+	if !errors.Is(err, os.ErrDeadlineExceeded) {
+		return false
+	}
+	s.imu.Lock()
+	defer s.imu.Unlock()
+	if !s.interrupted {
+		return false
+	}
+	s.interrupted = false
+	_ = s.conn.SetReadDeadline(time.Time{})
+	return true
+}
