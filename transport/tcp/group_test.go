@@ -60,3 +60,5 @@ func connectAll(t testing.TB, size int, cfg Config) []transport.Endpoint {
 	}
 	return eps
 }
+
+func sprintf(format string, args ...any) string { return fmt.Sprintf(format, args...) }

@@ -1,0 +1,158 @@
+package match
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hccl-go/hccl-go/transport"
+)
+
+// fakeWriter stands for a transport goroutine landing bytes; Interrupt
+// records the call and lets the test's writer stop.
+type fakeWriter struct {
+	once sync.Once
+	stop chan struct{}
+}
+
+func newFakeWriter() *fakeWriter { return &fakeWriter{stop: make(chan struct{})} }
+
+func (w *fakeWriter) Interrupt() { w.once.Do(func() { close(w.stop) }) }
+
+func TestLandsInPostedBuffer(t *testing.T) {
+	b := NewBox(0, 2)
+	buf := make([]byte, 4)
+	done := make(chan error, 1)
+	go func() { done <- b.Recv(context.Background(), 1, 3, buf) }()
+	time.Sleep(5 * time.Millisecond)
+	in, err := b.Arrive(1, 3, 4)
+	require.NoError(t, err)
+	dst := in.Acquire(0, 2, nil)
+	require.Len(t, dst, 2)
+	copy(dst, "ab")
+	in.Release(2, nil)
+	copy(in.Acquire(2, 2, nil), "cd")
+	in.Release(2, nil)
+	require.NoError(t, <-done)
+	assert.Equal(t, "abcd", string(buf))
+}
+
+// TestGiveUpWaitsForWriter: a Recv that times out while bytes land in its
+// buffer interrupts the writer and returns only after it released; later
+// bytes are discarded.
+func TestGiveUpWaitsForWriter(t *testing.T) {
+	b := NewBox(0, 2)
+	buf := make([]byte, 8)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- b.Recv(ctx, 1, 1, buf) }()
+	time.Sleep(5 * time.Millisecond)
+	in, err := b.Arrive(1, 1, 8)
+	require.NoError(t, err)
+
+	w := newFakeWriter()
+	dst := in.Acquire(0, 8, w)
+	require.NotNil(t, dst)
+	cancel()
+	select {
+	case <-done:
+		t.Fatal("Recv returned while a writer held its buffer")
+	case <-w.stop: // interrupted
+	}
+	select {
+	case <-done:
+		t.Fatal("Recv returned while a writer held its buffer")
+	case <-time.After(10 * time.Millisecond):
+	}
+	dst[0] = 'x' // still allowed: not released yet
+	in.Release(1, w)
+	require.ErrorIs(t, <-done, context.Canceled)
+	assert.Equal(t, byte('x'), buf[0])
+	assert.Nil(t, in.Acquire(1, 7, nil), "rest is discarded")
+	in.Release(7, nil)
+}
+
+func TestUnexpectedThenRecv(t *testing.T) {
+	b := NewBox(0, 2)
+	in, err := b.Arrive(1, 1, 3)
+	require.NoError(t, err)
+	// A Recv that claims a message still landing waits for its last byte.
+	done := make(chan error, 1)
+	buf := make([]byte, 3)
+	go func() { done <- b.Recv(context.Background(), 1, 1, buf) }()
+	copy(in.Acquire(0, 1, nil), "a")
+	in.Release(1, nil)
+	time.Sleep(5 * time.Millisecond)
+	copy(in.Acquire(1, 2, nil), "bc")
+	in.Release(2, nil)
+	require.NoError(t, <-done)
+	assert.Equal(t, "abc", string(buf))
+}
+
+func TestFailPeer(t *testing.T) {
+	b := NewBox(0, 3)
+	// A complete message survives its sender's failure; nothing else does.
+	in, err := b.Arrive(1, 1, 1)
+	require.NoError(t, err)
+	copy(in.Acquire(0, 1, nil), "k")
+	in.Release(1, nil)
+	_, err = b.Arrive(1, 2, 5) // incomplete
+	require.NoError(t, err)
+	pending := make(chan error, 1)
+	go func() { pending <- b.Recv(context.Background(), 1, 3, make([]byte, 1)) }()
+	time.Sleep(5 * time.Millisecond)
+
+	b.FailPeer(1, errors.New("reset"))
+	var pe *transport.PeerError
+	require.ErrorAs(t, <-pending, &pe)
+	assert.Equal(t, 1, pe.Peer)
+	got := make([]byte, 1)
+	require.NoError(t, b.Recv(context.Background(), 1, 1, got))
+	assert.Equal(t, "k", string(got))
+	require.ErrorAs(t, b.Recv(context.Background(), 1, 2, make([]byte, 5)), &pe)
+	_, err = b.Arrive(1, 4, 1)
+	require.ErrorAs(t, err, &pe)
+	// Other peers are unaffected.
+	in, err = b.Arrive(2, 1, 0)
+	require.NoError(t, err)
+	require.NoError(t, b.Recv(context.Background(), 2, 1, nil))
+	_ = in
+}
+
+// TestQueuesDoNotAccumulate: tags are sequence numbers, so the box must
+// forget a (peer, tag) once its queue is empty.
+func TestQueuesDoNotAccumulate(t *testing.T) {
+	b := NewBox(0, 2)
+	ctx := context.Background()
+	for tag := range transport.Tag(1000) {
+		in, err := b.Arrive(1, tag, 1)
+		require.NoError(t, err)
+		in.Acquire(0, 1, nil)
+		in.Release(1, nil)
+		require.NoError(t, b.Recv(ctx, 1, tag, make([]byte, 1)))
+		short, cancel := context.WithTimeout(ctx, time.Microsecond)
+		_ = b.Recv(short, 1, tag+5000, make([]byte, 1))
+		cancel()
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	assert.Empty(t, b.queues)
+	assert.Empty(t, b.landing)
+}
+
+func TestCloseFailsEverything(t *testing.T) {
+	b := NewBox(0, 2)
+	pending := make(chan error, 1)
+	go func() { pending <- b.Recv(context.Background(), 1, 1, make([]byte, 1)) }()
+	time.Sleep(5 * time.Millisecond)
+	b.Close()
+	require.ErrorIs(t, <-pending, transport.ErrClosed)
+	_, err := b.Arrive(1, 1, 1)
+	require.ErrorIs(t, err, transport.ErrClosed)
+	require.ErrorIs(t, b.Recv(context.Background(), 1, 1, nil), transport.ErrClosed)
+}
