@@ -1,5 +1,7 @@
 package collectives
 
+import "slices"
+
 // Algorithm names an algorithm for a collective. The empty string (Auto)
 // lets the library choose by message size and world size.
 type Algorithm string
@@ -14,13 +16,21 @@ const (
 	// HalvingDoubling: Rabenseifner's reduce-scatter by recursive halving,
 	// then all-gather by recursive doubling.
 	HalvingDoubling Algorithm = "hd"
-	// Tree: binomial tree (broadcast, reduce, gather, scatter, barrier).
+	// Tree: binomial tree (broadcast, reduce).
 	Tree Algorithm = "tree"
 	// Chain: pipelined chain (large broadcast/reduce).
 	Chain Algorithm = "chain"
 	// Pairwise: pairwise exchange (all_to_all).
 	Pairwise Algorithm = "pairwise"
+	// Direct: the root exchanges one message with every other rank
+	// (gather, scatter).
+	Direct Algorithm = "direct"
 )
+
+// DefaultChunkBytes is the pipelining unit of ring and chain algorithms
+// when Options.ChunkBytes is 0. Measured with cmd/allreduce-bench: see
+// ALGORITHMS.md, "Chunk size".
+const DefaultChunkBytes = 256 << 10
 
 // Options tune one collective call. The zero value is valid.
 type Options struct {
@@ -32,4 +42,26 @@ type Options struct {
 	// ChunkBytes is the pipelining unit of ring and chain algorithms
 	// (0: the default, see DefaultChunkBytes).
 	ChunkBytes int
+}
+
+// chunkBytes is the pipelining unit rounded down to whole elements of
+// esize bytes (at least one element).
+func (o Options) chunkBytes(esize int) int {
+	c := o.ChunkBytes
+	if c <= 0 {
+		c = DefaultChunkBytes
+	}
+	return max(c/esize, 1) * esize
+}
+
+// checkOptions rejects an algorithm the collective does not implement and a
+// negative chunk size.
+func checkOptions(o Options, allowed ...Algorithm) error {
+	if o.ChunkBytes < 0 {
+		return invalidf("negative chunk size %d", o.ChunkBytes)
+	}
+	if o.Algo != Auto && !slices.Contains(allowed, o.Algo) {
+		return invalidf("algorithm %q does not apply (want one of %q or auto)", o.Algo, allowed)
+	}
+	return nil
 }

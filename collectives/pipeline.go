@@ -1,0 +1,189 @@
+package collectives
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/hccl-go/hccl-go/collectives/reduce"
+	"github.com/hccl-go/hccl-go/transport"
+)
+
+// A pipeline is the schedule of one rank in a ring or chain algorithm: a
+// queue of sends and a queue of receives, each posted in order. Large
+// schedules run the two queues in two goroutines, so that the send of one
+// chunk overlaps the receive and reduction of the next; small ones run in
+// the calling goroutine (a goroutine hand-off would cost more than it
+// saves). Either way two dependencies keep it correct:
+//
+//   - a send waits until the first `after` receives have completed: it
+//     forwards data those receives produced;
+//   - a receive waits until the first `after` sends have completed: it
+//     overwrites memory those sends read (a reused scratch slot, or a block
+//     of an in-place buffer).
+//
+// A builder must order the dependencies so that the sequential run (all
+// eligible sends, then one receive, repeat) always makes progress.
+type pipeline struct {
+	ep   transport.Endpoint
+	tag  transport.Tag
+	name string // names the algorithm in errors, e.g. "ring"
+
+	dt      reduce.DType
+	op      reduce.Op
+	divisor int // Avg: receives marked divide finish with DivideBy(divisor)
+
+	sends []sendItem
+	recvs []recvItem
+}
+
+type sendItem struct {
+	peer, step int
+	buf        []byte
+	after      int // receives that must have completed first
+}
+
+type recvItem struct {
+	peer, step int
+	buf        []byte // where the message lands
+	after      int    // sends that must have completed first
+	// When into is set, the landed message is reduced:
+	// into = buf op with, then into /= divisor if divide.
+	into, with []byte
+	divide     bool
+}
+
+// pipelineMinBytes is the schedule size (bytes received) from which the two
+// queues run in their own goroutines.
+const pipelineMinBytes = 64 << 10
+
+func (pl *pipeline) addSend(peer, step int, buf []byte, after int) {
+	pl.sends = append(pl.sends, sendItem{peer: peer, step: step, buf: buf, after: after})
+}
+
+func (pl *pipeline) addRecv(it recvItem) {
+	pl.recvs = append(pl.recvs, it)
+}
+
+func (pl *pipeline) run(ctx context.Context) error {
+	bytes := 0
+	for _, it := range pl.recvs {
+		bytes += len(it.buf)
+	}
+	if bytes < pipelineMinBytes || len(pl.sends) == 0 || len(pl.recvs) == 0 {
+		return pl.runSequential(ctx)
+	}
+	return pl.runConcurrent(ctx)
+}
+
+func (pl *pipeline) send(ctx context.Context, it *sendItem) error {
+	if err := pl.ep.Send(ctx, it.peer, pl.tag, it.buf); err != nil {
+		return fmt.Errorf("%s step %d: send to rank %d: %w", pl.name, it.step, it.peer, err)
+	}
+	return nil
+}
+
+func (pl *pipeline) recv(ctx context.Context, it *recvItem) error {
+	if err := pl.ep.Recv(ctx, it.peer, pl.tag, it.buf); err != nil {
+		return fmt.Errorf("%s step %d: recv from rank %d: %w", pl.name, it.step, it.peer, err)
+	}
+	if it.into != nil {
+		reduce.Reduce3(pl.dt, pl.op, it.into, it.buf, it.with)
+		if it.divide {
+			reduce.DivideBy(pl.dt, it.into, pl.divisor)
+		}
+	}
+	return nil
+}
+
+var errStuck = errors.New("internal error: pipeline schedule cannot make progress")
+
+func (pl *pipeline) runSequential(ctx context.Context) error {
+	si, ri := 0, 0
+	for si < len(pl.sends) || ri < len(pl.recvs) {
+		for si < len(pl.sends) && pl.sends[si].after <= ri {
+			if err := pl.send(ctx, &pl.sends[si]); err != nil {
+				return err
+			}
+			si++
+		}
+		if ri == len(pl.recvs) {
+			if si < len(pl.sends) {
+				return errStuck
+			}
+			break
+		}
+		if pl.recvs[ri].after > si {
+			return errStuck
+		}
+		if err := pl.recv(ctx, &pl.recvs[ri]); err != nil {
+			return err
+		}
+		ri++
+	}
+	return nil
+}
+
+func (pl *pipeline) runConcurrent(ctx context.Context) error {
+	var sent, received progress
+	sent.init()
+	received.init()
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error {
+		for i := range pl.sends {
+			if err := received.wait(gctx, pl.sends[i].after); err != nil {
+				return err
+			}
+			if err := pl.send(gctx, &pl.sends[i]); err != nil {
+				return err
+			}
+			sent.advance()
+		}
+		return nil
+	})
+	g.Go(func() error {
+		for i := range pl.recvs {
+			if err := sent.wait(gctx, pl.recvs[i].after); err != nil {
+				return err
+			}
+			if err := pl.recv(gctx, &pl.recvs[i]); err != nil {
+				return err
+			}
+			received.advance()
+		}
+		return nil
+	})
+	return g.Wait()
+}
+
+// progress counts the completed items of one queue; the other queue's
+// goroutine waits on it. The bell (capacity 1) wakes a waiter without ever
+// blocking the goroutine that advances.
+type progress struct {
+	done atomic.Int64
+	bell chan struct{}
+}
+
+func (p *progress) init() { p.bell = make(chan struct{}, 1) }
+
+func (p *progress) advance() {
+	p.done.Add(1)
+	select {
+	case p.bell <- struct{}{}:
+	default:
+	}
+}
+
+func (p *progress) wait(ctx context.Context, n int) error {
+	for p.done.Load() < int64(n) {
+		select {
+		case <-p.bell:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}
