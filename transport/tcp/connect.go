@@ -162,7 +162,6 @@ func (s *setup) serve(conn *net.TCPConn) {
 		err = tune(conn)
 	}
 	if err == nil && s.fill(p.rank, p.stream, conn, p.maxFrame) {
-		s.dropPending(conn)
 		return
 	}
 	s.dropPending(conn)
@@ -262,11 +261,13 @@ func (s *setup) unreserve(peer, stream int) {
 	s.reserved[peer][stream] = false
 }
 
-// fill files an established connection. It reports false when the setup
-// has already ended, in which case the caller closes conn.
+// fill files an established connection (no longer pending, so that the end
+// of the setup does not close it). It reports false when the slot is taken,
+// in which case the caller closes conn.
 func (s *setup) fill(peer, stream int, conn *net.TCPConn, maxFrame int) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	delete(s.pending, conn)
 	select {
 	case <-s.complete:
 		return false
