@@ -1,0 +1,199 @@
+package main
+
+/*
+#include "hccl_go.h"
+*/
+import "C"
+
+import (
+	"context"
+	"fmt"
+	"unsafe"
+
+	"github.com/hccl-go/hccl-go/pgbackend"
+	"github.com/hccl-go/hccl-go/transport/tcp"
+)
+
+func lookupComm(h C.hcclGoComm_t) (*commEntry, error) {
+	e, ok := comms.get(uint64(h))
+	if !ok {
+		return nil, fmt.Errorf("%w: communicator %d does not exist (destroyed, or never created)", errInvalidHandle, uint64(h))
+	}
+	return e, nil
+}
+
+//export goGetLastError
+func goGetLastError(comm C.hcclGoComm_t, buf *C.char, length C.size_t) (rc C.hcclGoResult_t) {
+	defer recoverPanic(&rc)
+	msg := ""
+	if e, ok := comms.get(uint64(comm)); ok && comm != 0 {
+		msg = e.lastError()
+	} else {
+		globalErrMu.Lock()
+		msg = globalErr
+		globalErrMu.Unlock()
+	}
+	copyOut(buf, length, msg)
+	return C.hcclGoSuccess
+}
+
+//export goListen
+func goListen(bindAddr *C.char, listener *C.hcclGoListener_t, addr *C.char, addrLen C.size_t) (rc C.hcclGoResult_t) {
+	defer recoverPanic(&rc)
+	if listener == nil || addr == nil || addrLen == 0 {
+		return fail(nil, invalid("hcclGoListen: listener and addr must not be NULL"))
+	}
+	cfg, err := pgbackend.ConfigFromEnv()
+	if err != nil {
+		return fail(nil, invalid("%v", err))
+	}
+	var l *tcp.Listener
+	if bindAddr != nil && C.GoString(bindAddr) != "" {
+		l, err = tcp.Listen(C.GoString(bindAddr))
+	} else {
+		l, err = pgbackend.Listen(cfg)
+	}
+	if err != nil {
+		return fail(nil, err)
+	}
+	a := l.Addr()
+	if int(addrLen) <= len(a) {
+		l.Close()
+		return fail(nil, invalid("hcclGoListen: addr buffer of %d bytes is too small for %q", int(addrLen), a))
+	}
+	copyOut(addr, addrLen, a)
+	*listener = C.hcclGoListener_t(listeners.put(l))
+	return C.hcclGoSuccess
+}
+
+//export goListenerClose
+func goListenerClose(h C.hcclGoListener_t) (rc C.hcclGoResult_t) {
+	defer recoverPanic(&rc)
+	l, ok := listeners.remove(uint64(h))
+	if !ok {
+		return fail(nil, fmt.Errorf("%w: listener %d does not exist", errInvalidHandle, uint64(h)))
+	}
+	l.Close()
+	return C.hcclGoSuccess
+}
+
+// cStrings copies n C strings (they may be freed once the call returns).
+func cStrings(p **C.char, n int) []string {
+	if p == nil {
+		return nil
+	}
+	out := make([]string, n)
+	for i, s := range unsafe.Slice(p, n) {
+		if s != nil {
+			out[i] = C.GoString(s)
+		}
+	}
+	return out
+}
+
+//export goCommInitRank
+func goCommInitRank(comm *C.hcclGoComm_t, nranks, rank C.int, lh C.hcclGoListener_t, peerAddrs, hostIDs **C.char, secret, options *C.char) (rc C.hcclGoResult_t) {
+	defer recoverPanic(&rc)
+	if comm == nil {
+		return fail(nil, invalid("hcclGoCommInitRank: comm is NULL"))
+	}
+	if nranks < 1 || rank < 0 || rank >= nranks {
+		return fail(nil, invalid("hcclGoCommInitRank: rank %d out of range for %d ranks", int(rank), int(nranks)))
+	}
+	if peerAddrs == nil {
+		return fail(nil, invalid("hcclGoCommInitRank: peerAddrs is NULL"))
+	}
+	l, ok := listeners.remove(uint64(lh))
+	if !ok {
+		return fail(nil, fmt.Errorf("%w: listener %d does not exist (already consumed?)", errInvalidHandle, uint64(lh)))
+	}
+	cfg, err := pgbackend.ConfigFromEnv()
+	if err == nil && options != nil {
+		err = cfg.ApplyOptions(C.GoString(options))
+	}
+	if err != nil {
+		l.Close()
+		return fail(nil, invalid("hcclGoCommInitRank: %v", err))
+	}
+	rv := pgbackend.Rendezvous{
+		Rank:    int(rank),
+		Addrs:   cStrings(peerAddrs, int(nranks)),
+		HostIDs: cStrings(hostIDs, int(nranks)),
+	}
+	if secret != nil {
+		rv.Secret = []byte(C.GoString(secret))
+	}
+	c, err := pgbackend.Connect(context.Background(), l, rv, cfg)
+	if err != nil {
+		return fail(nil, err)
+	}
+	*comm = C.hcclGoComm_t(comms.put(&commEntry{c: c}))
+	return C.hcclGoSuccess
+}
+
+//export goCommAbort
+func goCommAbort(h C.hcclGoComm_t) (rc C.hcclGoResult_t) {
+	defer recoverPanic(&rc)
+	e, err := lookupComm(h)
+	if err != nil {
+		return fail(nil, err)
+	}
+	e.c.Abort()
+	return C.hcclGoSuccess
+}
+
+//export goCommDestroy
+func goCommDestroy(h C.hcclGoComm_t) (rc C.hcclGoResult_t) {
+	defer recoverPanic(&rc)
+	e, ok := comms.remove(uint64(h))
+	if !ok {
+		_, err := lookupComm(h)
+		return fail(nil, err)
+	}
+	if err := e.c.Destroy(); err != nil {
+		return fail(nil, err)
+	}
+	return C.hcclGoSuccess
+}
+
+//export goCommCount
+func goCommCount(h C.hcclGoComm_t, count *C.int) (rc C.hcclGoResult_t) {
+	defer recoverPanic(&rc)
+	e, err := lookupComm(h)
+	if err != nil {
+		return fail(nil, err)
+	}
+	if count == nil {
+		return fail(e, invalid("hcclGoCommCount: count is NULL"))
+	}
+	*count = C.int(e.c.Size())
+	return C.hcclGoSuccess
+}
+
+//export goCommUserRank
+func goCommUserRank(h C.hcclGoComm_t, rank *C.int) (rc C.hcclGoResult_t) {
+	defer recoverPanic(&rc)
+	e, err := lookupComm(h)
+	if err != nil {
+		return fail(nil, err)
+	}
+	if rank == nil {
+		return fail(e, invalid("hcclGoCommUserRank: rank is NULL"))
+	}
+	*rank = C.int(e.c.Rank())
+	return C.hcclGoSuccess
+}
+
+//export goCommInfo
+func goCommInfo(h C.hcclGoComm_t, buf *C.char, length C.size_t) (rc C.hcclGoResult_t) {
+	defer recoverPanic(&rc)
+	e, err := lookupComm(h)
+	if err != nil {
+		return fail(nil, err)
+	}
+	if buf == nil || length == 0 {
+		return fail(e, invalid("hcclGoCommInfo: buf is NULL or empty"))
+	}
+	copyOut(buf, length, e.c.InfoJSON())
+	return C.hcclGoSuccess
+}

@@ -1,0 +1,108 @@
+package main
+
+/*
+#include <stdlib.h>
+#include "hccl_go.h"
+
+void hcclGoInvokeCallback(hcclGoCallback_t cb, void* userData, hcclGoWork_t work, hcclGoResult_t status, const char* msg);
+*/
+import "C"
+
+import (
+	"context"
+	"fmt"
+	"time"
+	"unsafe"
+)
+
+func lookupWork(h C.hcclGoWork_t) (*workEntry, error) {
+	w, ok := works.get(uint64(h))
+	if !ok {
+		return nil, fmt.Errorf("%w: work %d does not exist (freed, or never created)", errInvalidHandle, uint64(h))
+	}
+	return w, nil
+}
+
+//export goWorkWait
+func goWorkWait(h C.hcclGoWork_t, timeoutMs C.int64_t) (rc C.hcclGoResult_t) {
+	defer recoverPanic(&rc)
+	e, err := lookupWork(h)
+	if err != nil {
+		return fail(nil, err)
+	}
+	timeout := time.Duration(timeoutMs) * time.Millisecond
+	if timeoutMs < 0 {
+		timeout = e.comm.c.Config().Timeout
+	}
+	if err := e.w.Wait(context.Background(), timeout); err != nil {
+		return fail(e.comm, err)
+	}
+	return C.hcclGoSuccess
+}
+
+//export goWorkTest
+func goWorkTest(h C.hcclGoWork_t) (rc C.hcclGoResult_t) {
+	defer recoverPanic(&rc)
+	e, err := lookupWork(h)
+	if err != nil {
+		return fail(nil, err)
+	}
+	done, werr := e.w.Test()
+	switch {
+	case !done:
+		return C.hcclGoInProgress
+	case werr != nil:
+		return fail(e.comm, werr)
+	default:
+		return C.hcclGoSuccess
+	}
+}
+
+//export goWorkError
+func goWorkError(h C.hcclGoWork_t, buf *C.char, length C.size_t) (rc C.hcclGoResult_t) {
+	defer recoverPanic(&rc)
+	e, err := lookupWork(h)
+	if err != nil {
+		return fail(nil, err)
+	}
+	msg := ""
+	if werr := e.w.Err(); werr != nil {
+		msg = werr.Error()
+	}
+	copyOut(buf, length, msg)
+	return C.hcclGoSuccess
+}
+
+//export goWorkSetCallback
+func goWorkSetCallback(h C.hcclGoWork_t, cb C.hcclGoCallback_t, userData unsafe.Pointer) (rc C.hcclGoResult_t) {
+	defer recoverPanic(&rc)
+	e, err := lookupWork(h)
+	if err != nil {
+		return fail(nil, err)
+	}
+	if cb == nil {
+		return fail(e.comm, invalid("hcclGoWorkSetCallback: callback is NULL"))
+	}
+	// userData is the caller's opaque C pointer: kept as a value, never
+	// dereferenced by Go.
+	e.w.OnComplete(func(werr error) {
+		status, msg := C.hcclGoResult_t(C.hcclGoSuccess), ""
+		if werr != nil {
+			status, msg = resultOf(werr), werr.Error()
+		}
+		cmsg := C.CString(msg)
+		defer C.free(unsafe.Pointer(cmsg))
+		C.hcclGoInvokeCallback(cb, userData, h, status, cmsg)
+	})
+	return C.hcclGoSuccess
+}
+
+//export goWorkFree
+func goWorkFree(h C.hcclGoWork_t) (rc C.hcclGoResult_t) {
+	defer recoverPanic(&rc)
+	if _, ok := works.remove(uint64(h)); !ok {
+		_, err := lookupWork(h)
+		return fail(nil, err)
+	}
+	return C.hcclGoSuccess
+}

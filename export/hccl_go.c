@@ -1,0 +1,219 @@
+// The public C entry points of include/hccl_go.h. Each one refuses to run in
+// a forked child (where the Go runtime's threads no longer exist and any call
+// into Go could hang), then hands over to its Go implementation in capi.go.
+#include <pthread.h>
+#include <string.h>
+
+#include "hccl_go.h"
+#include "_cgo_export.h"
+
+static volatile int hccl_go_forked = 0;
+static const char hccl_go_fork_msg[] =
+    "hccl_go: the library cannot be used in a process forked after it was loaded "
+    "(the Go runtime does not survive fork); create the process group in the child "
+    "process itself, or use the spawn start method";
+
+static void hccl_go_atfork_child(void) { hccl_go_forked = 1; }
+
+__attribute__((constructor)) static void hccl_go_register_atfork(void) {
+  pthread_atfork(NULL, NULL, hccl_go_atfork_child);
+}
+
+#define HCCL_GO_NOT_IN_FORK() \
+  do {                        \
+    if (hccl_go_forked) return hcclGoInvalidUsage; \
+  } while (0)
+
+void hcclGoInvokeCallback(hcclGoCallback_t cb, void* userData, hcclGoWork_t work, hcclGoResult_t status,
+                          const char* msg) {
+  cb(userData, work, status, msg);
+}
+
+hcclGoResult_t hcclGoGetVersion(int* version) {
+  if (version == NULL) return hcclGoInvalidArgument;
+  *version = HCCL_GO_VERSION_CODE;
+  return hcclGoSuccess;
+}
+
+const char* hcclGoGetErrorString(hcclGoResult_t r) {
+  switch (r) {
+    case hcclGoSuccess: return "no error";
+    case hcclGoInvalidArgument: return "invalid argument";
+    case hcclGoInvalidUsage: return "invalid usage";
+    case hcclGoSystemError: return "system error";
+    case hcclGoRemoteError: return "remote process failed";
+    case hcclGoTimeout: return "timed out";
+    case hcclGoInternalError: return "internal error";
+    case hcclGoInProgress: return "in progress";
+    case hcclGoAborted: return "aborted";
+    default: return "unknown result code";
+  }
+}
+
+hcclGoResult_t hcclGoGetLastError(hcclGoComm_t comm, char* buf, size_t len) {
+  if (buf == NULL || len == 0) return hcclGoInvalidArgument;
+  if (hccl_go_forked) {
+    strncpy(buf, hccl_go_fork_msg, len - 1);
+    buf[len - 1] = 0;
+    return hcclGoSuccess;
+  }
+  return goGetLastError(comm, buf, len);
+}
+
+hcclGoResult_t hcclGoListen(const char* bindAddr, hcclGoListener_t* listener, char* addr, size_t addrLen) {
+  HCCL_GO_NOT_IN_FORK();
+  return goListen((char*)bindAddr, listener, addr, addrLen);
+}
+
+hcclGoResult_t hcclGoListenerClose(hcclGoListener_t listener) {
+  HCCL_GO_NOT_IN_FORK();
+  return goListenerClose(listener);
+}
+
+hcclGoResult_t hcclGoCommInitRank(hcclGoComm_t* comm, int nranks, int rank, hcclGoListener_t listener,
+                                  const char* const* peerAddrs, const char* const* hostIds, const char* secret,
+                                  const char* options) {
+  HCCL_GO_NOT_IN_FORK();
+  return goCommInitRank(comm, nranks, rank, listener, (char**)peerAddrs, (char**)hostIds, (char*)secret,
+                        (char*)options);
+}
+
+hcclGoResult_t hcclGoCommAbort(hcclGoComm_t comm) {
+  HCCL_GO_NOT_IN_FORK();
+  return goCommAbort(comm);
+}
+
+hcclGoResult_t hcclGoCommDestroy(hcclGoComm_t comm) {
+  HCCL_GO_NOT_IN_FORK();
+  return goCommDestroy(comm);
+}
+
+hcclGoResult_t hcclGoCommCount(hcclGoComm_t comm, int* count) {
+  HCCL_GO_NOT_IN_FORK();
+  return goCommCount(comm, count);
+}
+
+hcclGoResult_t hcclGoCommUserRank(hcclGoComm_t comm, int* rank) {
+  HCCL_GO_NOT_IN_FORK();
+  return goCommUserRank(comm, rank);
+}
+
+hcclGoResult_t hcclGoCommInfo(hcclGoComm_t comm, char* buf, size_t len) {
+  HCCL_GO_NOT_IN_FORK();
+  return goCommInfo(comm, buf, len);
+}
+
+hcclGoResult_t hcclGoAllReduce(const void* sendbuff, void* recvbuff, size_t count, hcclGoDataType_t datatype,
+                               hcclGoRedOp_t op, double preMulScalar, hcclGoComm_t comm, int stream,
+                               hcclGoWork_t* work) {
+  HCCL_GO_NOT_IN_FORK();
+  return goAllReduce((void*)sendbuff, recvbuff, count, datatype, op, preMulScalar, comm, stream, work);
+}
+
+hcclGoResult_t hcclGoBroadcast(const void* sendbuff, void* recvbuff, size_t count, hcclGoDataType_t datatype,
+                               int root, hcclGoComm_t comm, int stream, hcclGoWork_t* work) {
+  HCCL_GO_NOT_IN_FORK();
+  return goBroadcast((void*)sendbuff, recvbuff, count, datatype, root, comm, stream, work);
+}
+
+hcclGoResult_t hcclGoReduce(const void* sendbuff, void* recvbuff, size_t count, hcclGoDataType_t datatype,
+                            hcclGoRedOp_t op, double preMulScalar, int root, hcclGoComm_t comm, int stream,
+                            hcclGoWork_t* work) {
+  HCCL_GO_NOT_IN_FORK();
+  return goReduce((void*)sendbuff, recvbuff, count, datatype, op, preMulScalar, root, comm, stream, work);
+}
+
+hcclGoResult_t hcclGoAllGather(const void* sendbuff, void* recvbuff, size_t sendcount, hcclGoDataType_t datatype,
+                               hcclGoComm_t comm, int stream, hcclGoWork_t* work) {
+  HCCL_GO_NOT_IN_FORK();
+  return goAllGather((void*)sendbuff, recvbuff, sendcount, datatype, comm, stream, work);
+}
+
+hcclGoResult_t hcclGoReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
+                                   hcclGoDataType_t datatype, hcclGoRedOp_t op, double preMulScalar,
+                                   hcclGoComm_t comm, int stream, hcclGoWork_t* work) {
+  HCCL_GO_NOT_IN_FORK();
+  return goReduceScatter((void*)sendbuff, recvbuff, recvcount, datatype, op, preMulScalar, comm, stream, work);
+}
+
+hcclGoResult_t hcclGoReduceScatterV(const void* sendbuff, void* recvbuff, const size_t* recvcounts,
+                                    hcclGoDataType_t datatype, hcclGoRedOp_t op, double preMulScalar,
+                                    hcclGoComm_t comm, int stream, hcclGoWork_t* work) {
+  HCCL_GO_NOT_IN_FORK();
+  return goReduceScatterV((void*)sendbuff, recvbuff, (size_t*)recvcounts, datatype, op, preMulScalar, comm,
+                          stream, work);
+}
+
+hcclGoResult_t hcclGoAllGatherV(const void* sendbuff, void* recvbuff, const size_t* recvcounts,
+                                hcclGoDataType_t datatype, hcclGoComm_t comm, int stream, hcclGoWork_t* work) {
+  HCCL_GO_NOT_IN_FORK();
+  return goAllGatherV((void*)sendbuff, recvbuff, (size_t*)recvcounts, datatype, comm, stream, work);
+}
+
+hcclGoResult_t hcclGoAllToAllV(const void* sendbuff, const size_t* sendcounts, const size_t* sdispls,
+                               void* recvbuff, const size_t* recvcounts, const size_t* rdispls,
+                               hcclGoDataType_t datatype, hcclGoComm_t comm, int stream, hcclGoWork_t* work) {
+  HCCL_GO_NOT_IN_FORK();
+  return goAllToAllV((void*)sendbuff, (size_t*)sendcounts, (size_t*)sdispls, recvbuff, (size_t*)recvcounts,
+                     (size_t*)rdispls, datatype, comm, stream, work);
+}
+
+hcclGoResult_t hcclGoAllToAll(const void* sendbuff, void* recvbuff, size_t count, hcclGoDataType_t datatype,
+                              hcclGoComm_t comm, int stream, hcclGoWork_t* work) {
+  HCCL_GO_NOT_IN_FORK();
+  return goAllToAll((void*)sendbuff, recvbuff, count, datatype, comm, stream, work);
+}
+
+hcclGoResult_t hcclGoGather(const void* sendbuff, void* recvbuff, size_t count, hcclGoDataType_t datatype, int root,
+                            hcclGoComm_t comm, int stream, hcclGoWork_t* work) {
+  HCCL_GO_NOT_IN_FORK();
+  return goGather((void*)sendbuff, recvbuff, count, datatype, root, comm, stream, work);
+}
+
+hcclGoResult_t hcclGoScatter(const void* sendbuff, void* recvbuff, size_t count, hcclGoDataType_t datatype, int root,
+                             hcclGoComm_t comm, int stream, hcclGoWork_t* work) {
+  HCCL_GO_NOT_IN_FORK();
+  return goScatter((void*)sendbuff, recvbuff, count, datatype, root, comm, stream, work);
+}
+
+hcclGoResult_t hcclGoBarrier(hcclGoComm_t comm, int stream, hcclGoWork_t* work) {
+  HCCL_GO_NOT_IN_FORK();
+  return goBarrier(comm, stream, work);
+}
+
+hcclGoResult_t hcclGoSend(const void* sendbuff, size_t count, hcclGoDataType_t datatype, int peer, uint32_t tag,
+                          hcclGoComm_t comm, hcclGoWork_t* work) {
+  HCCL_GO_NOT_IN_FORK();
+  return goSend((void*)sendbuff, count, datatype, peer, tag, comm, work);
+}
+
+hcclGoResult_t hcclGoRecv(void* recvbuff, size_t count, hcclGoDataType_t datatype, int peer, uint32_t tag,
+                          hcclGoComm_t comm, hcclGoWork_t* work) {
+  HCCL_GO_NOT_IN_FORK();
+  return goRecv(recvbuff, count, datatype, peer, tag, comm, work);
+}
+
+hcclGoResult_t hcclGoWorkWait(hcclGoWork_t work, int64_t timeoutMs) {
+  HCCL_GO_NOT_IN_FORK();
+  return goWorkWait(work, timeoutMs);
+}
+
+hcclGoResult_t hcclGoWorkTest(hcclGoWork_t work) {
+  HCCL_GO_NOT_IN_FORK();
+  return goWorkTest(work);
+}
+
+hcclGoResult_t hcclGoWorkError(hcclGoWork_t work, char* buf, size_t len) {
+  HCCL_GO_NOT_IN_FORK();
+  return goWorkError(work, buf, len);
+}
+
+hcclGoResult_t hcclGoWorkSetCallback(hcclGoWork_t work, hcclGoCallback_t cb, void* userData) {
+  HCCL_GO_NOT_IN_FORK();
+  return goWorkSetCallback(work, cb, userData);
+}
+
+hcclGoResult_t hcclGoWorkFree(hcclGoWork_t work) {
+  HCCL_GO_NOT_IN_FORK();
+  return goWorkFree(work);
+}

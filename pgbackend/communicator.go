@@ -1,0 +1,157 @@
+// Package pgbackend is the communicator: a rank's membership in a group of
+// ranks, its links, its settings, and the dispatch of each operation to an
+// algorithm on a stream. It is what the C ABI (export) drives, and what a
+// pure-Go program uses directly.
+package pgbackend
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"go.uber.org/atomic"
+
+	"github.com/hccl-go/hccl-go/streams"
+	"github.com/hccl-go/hccl-go/transport"
+)
+
+// Stream indices of a communicator's collective streams.
+const (
+	StreamDefault      = 0
+	StreamHighPriority = 1
+	numStreams         = 2
+)
+
+// Communicator is one rank's handle on a group of ranks. Every method is
+// safe for concurrent use; collectives must be issued in the same order on
+// every rank (their sequence numbers name their messages).
+type Communicator struct {
+	rank, size int
+	cfg        Config
+	ep         transport.Endpoint
+	transports []string // per peer: "self", "shm", "tcp", "inproc"
+
+	// ctx is cancelled by Abort: every running op sees it at once.
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	seq     atomic.Uint64 // collective sequence number, identical across ranks
+	streams [numStreams]*streams.Stream
+	p2p     *p2pQueues
+
+	mu        sync.Mutex
+	destroyed bool
+}
+
+// New builds a communicator over an established endpoint. transports names
+// the link kind per peer for Info (nil: "unknown").
+func New(ep transport.Endpoint, cfg Config, transports []string) *Communicator {
+	ctx, cancel := context.WithCancel(context.Background())
+	c := &Communicator{
+		rank: ep.Rank(), size: ep.Size(), cfg: cfg, ep: ep, transports: transports,
+		ctx: ctx, cancel: cancel,
+	}
+	c.streams[StreamDefault] = streams.New(fmt.Sprintf("rank%d/default", c.rank), 0)
+	c.streams[StreamHighPriority] = streams.New(fmt.Sprintf("rank%d/high", c.rank), 0)
+	c.p2p = newP2PQueues(c)
+	return c
+}
+
+// Rank is this rank in [0, Size).
+func (c *Communicator) Rank() int { return c.rank }
+
+// Size is the number of ranks.
+func (c *Communicator) Size() int { return c.size }
+
+// Config returns the settings in force.
+func (c *Communicator) Config() Config { return c.cfg }
+
+// Abort fails every pending and later op at once and closes the links. The
+// communicator must still be destroyed.
+func (c *Communicator) Abort() {
+	c.cancel()
+	_ = c.ep.Close()
+}
+
+// Destroy waits up to the timeout for queued work to finish, aborts what is
+// left, and frees every link, goroutine and stream. Later calls return
+// ErrDestroyed.
+func (c *Communicator) Destroy() error {
+	c.mu.Lock()
+	if c.destroyed {
+		c.mu.Unlock()
+		return ErrDestroyed
+	}
+	c.destroyed = true
+	c.mu.Unlock()
+
+	drained := make(chan struct{})
+	go func() {
+		for _, s := range c.streams {
+			s.Close()
+		}
+		c.p2p.close()
+		close(drained)
+	}()
+	select {
+	case <-drained:
+	case <-time.After(c.cfg.Timeout):
+		c.cancel() // fail what is still running, then wait for it to notice
+		_ = c.ep.Close()
+		<-drained
+	}
+	c.cancel()
+	if err := c.ep.Close(); err != nil {
+		return fmt.Errorf("destroy rank %d: %w", c.rank, err)
+	}
+	return nil
+}
+
+// live returns ErrDestroyed once Destroy has begun.
+func (c *Communicator) live() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.destroyed {
+		return fmt.Errorf("rank %d: %w", c.rank, ErrDestroyed)
+	}
+	return nil
+}
+
+// run executes an op body with the op's deadline and classifies its error.
+func (c *Communicator) run(desc string, body func(ctx context.Context) error) error {
+	ctx, cancel := context.WithTimeout(c.ctx, c.cfg.Timeout)
+	defer cancel()
+	start := time.Now()
+	err := body(ctx)
+	switch {
+	case err == nil:
+		return nil
+	case c.ctx.Err() != nil:
+		return fmt.Errorf("%s: %w: %v", desc, ErrAborted, err)
+	case ctx.Err() == context.DeadlineExceeded:
+		return fmt.Errorf("%s: %w after %v (timeout %v): %w", desc, ErrTimeout, time.Since(start).Round(time.Millisecond), c.cfg.Timeout, err)
+	default:
+		return fmt.Errorf("%s: %w", desc, err)
+	}
+}
+
+// submitCollective gives the op the next sequence number (its message tag)
+// and queues it on the stream.
+func (c *Communicator) submitCollective(stream int, kind string, nbytes int, body func(ctx context.Context, tag transport.Tag) error) (*streams.Work, error) {
+	if err := c.live(); err != nil {
+		return nil, err
+	}
+	if stream < 0 || stream >= numStreams {
+		return nil, fmt.Errorf("%w: stream %d out of range [0, %d)", ErrInvalidArgument, stream, numStreams)
+	}
+	seq := c.seq.Inc()
+	desc := fmt.Sprintf("%s seq %d (%d bytes) on rank %d of %d", kind, seq, nbytes, c.rank, c.size)
+	tag := transport.Tag(seq)
+	return c.streams[stream].Submit(desc, func() error {
+		return c.run(desc, func(ctx context.Context) error { return body(ctx, tag) })
+	}), nil
+}
+
+// SequenceNumber is the number of collectives issued so far.
+func (c *Communicator) SequenceNumber() uint64 { return c.seq.Load() }

@@ -1,0 +1,176 @@
+package pgbackend
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hccl-go/hccl-go/collectives"
+)
+
+// Config holds a communicator's settings. Each field has an HCCL_GO_*
+// environment variable and an option key (the variable's name in lower case
+// without the prefix) for the "key=value;key=value" options string of
+// hcclGoCommInitRank. Options override the environment, which overrides the
+// defaults. The README lists them all; keep that table in step with Vars.
+type Config struct {
+	// Timeout bounds every operation (and every wait inside it).
+	Timeout time.Duration
+	// ConnectTimeout bounds connection set-up at init.
+	ConnectTimeout time.Duration
+	// Algo overrides the algorithm per collective ("allreduce" -> "ring").
+	Algo map[string]collectives.Algorithm
+	// Transport is "auto", "shm" or "tcp".
+	Transport string
+	// SocketIfname names the network interface to listen on ("" = loopback
+	// or the host's default address).
+	SocketIfname string
+	// StreamsPerPeer is the number of TCP connections per peer.
+	StreamsPerPeer int
+	// ChunkBytes is the pipelining unit of ring/chain algorithms (0 = default).
+	ChunkBytes int
+	// Debug is the log level: "WARN" (default) or "INFO".
+	Debug string
+}
+
+// Var documents one configuration variable.
+type Var struct {
+	Env, Default, Doc string
+	set               func(c *Config, v string) error
+}
+
+// Vars lists every setting, in the order the README shows them.
+var Vars = []Var{
+	{"HCCL_GO_TIMEOUT_MS", "1800000", "Timeout of every operation in ms (the process group's timeout overrides it).",
+		func(c *Config, v string) error { return setMillis(&c.Timeout, v) }},
+	{"HCCL_GO_CONNECT_TIMEOUT_MS", "120000", "Timeout of connection set-up at init in ms.",
+		func(c *Config, v string) error { return setMillis(&c.ConnectTimeout, v) }},
+	{"HCCL_GO_ALGO", "", "Algorithm override: `ring`, `rd`, `hd` (all_reduce), or per op `allreduce=ring,broadcast=tree`.",
+		func(c *Config, v string) error { return parseAlgo(c, v) }},
+	{"HCCL_GO_TRANSPORT", "auto", "`auto` (shared memory within a host, TCP across), `shm`, or `tcp`.",
+		func(c *Config, v string) error { return setEnum(&c.Transport, v, "auto", "shm", "tcp") }},
+	{"HCCL_GO_SOCKET_IFNAME", "", "Network interface to listen on (default: loopback for single-host jobs).",
+		func(c *Config, v string) error { c.SocketIfname = v; return nil }},
+	{"HCCL_GO_STREAMS_PER_PEER", "1", "TCP connections per peer; large messages are striped across them.",
+		func(c *Config, v string) error { return setInt(&c.StreamsPerPeer, v, 1, 64) }},
+	{"HCCL_GO_CHUNK_BYTES", "0", "Pipelining chunk of ring/chain algorithms in bytes (0: the library's default).",
+		func(c *Config, v string) error { return setInt(&c.ChunkBytes, v, 0, 1<<30) }},
+	{"HCCL_GO_DEBUG", "WARN", "Log level: `WARN` or `INFO` (logs transports and algorithm choices once).",
+		func(c *Config, v string) error { return setEnum(&c.Debug, strings.ToUpper(v), "WARN", "INFO") }},
+}
+
+// DefaultConfig is the configuration with every variable at its default.
+func DefaultConfig() Config {
+	var c Config
+	for _, v := range Vars {
+		if err := v.set(&c, v.Default); err != nil {
+			panic(fmt.Sprintf("bad default for %s: %v", v.Env, err)) // a bug in Vars, caught by tests
+		}
+	}
+	return c
+}
+
+// ConfigFromEnv starts from the defaults and applies every HCCL_GO_*
+// variable that is set.
+func ConfigFromEnv() (Config, error) {
+	return configFrom(os.LookupEnv)
+}
+
+func configFrom(lookup func(string) (string, bool)) (Config, error) {
+	c := DefaultConfig()
+	for _, v := range Vars {
+		if s, ok := lookup(v.Env); ok && s != "" {
+			if err := v.set(&c, s); err != nil {
+				return c, fmt.Errorf("%s=%q: %w", v.Env, s, err)
+			}
+		}
+	}
+	return c, nil
+}
+
+// ApplyOptions applies a "key=value;key=value" string, where key is a
+// variable's name without HCCL_GO_ in any case (e.g. "timeout_ms=5000").
+func (c *Config) ApplyOptions(opts string) error {
+	for _, kv := range strings.Split(opts, ";") {
+		kv = strings.TrimSpace(kv)
+		if kv == "" {
+			continue
+		}
+		key, val, ok := strings.Cut(kv, "=")
+		if !ok {
+			return fmt.Errorf("option %q: want key=value", kv)
+		}
+		env := "HCCL_GO_" + strings.ToUpper(strings.TrimSpace(key))
+		v, ok := lookupVar(env)
+		if !ok {
+			return fmt.Errorf("unknown option %q", key)
+		}
+		if err := v.set(c, strings.TrimSpace(val)); err != nil {
+			return fmt.Errorf("option %s: %w", key, err)
+		}
+	}
+	return nil
+}
+
+func lookupVar(env string) (Var, bool) {
+	for _, v := range Vars {
+		if v.Env == env {
+			return v, true
+		}
+	}
+	return Var{}, false
+}
+
+// AlgoFor returns the algorithm override for a collective ("" = automatic).
+func (c *Config) AlgoFor(op string) collectives.Algorithm { return c.Algo[op] }
+
+func setMillis(d *time.Duration, v string) error {
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n <= 0 {
+		return fmt.Errorf("want a positive number of milliseconds, got %q", v)
+	}
+	*d = time.Duration(n) * time.Millisecond
+	return nil
+}
+
+func setInt(dst *int, v string, lo, hi int) error {
+	n, err := strconv.Atoi(v)
+	if err != nil || n < lo || n > hi {
+		return fmt.Errorf("want an integer in [%d, %d], got %q", lo, hi, v)
+	}
+	*dst = n
+	return nil
+}
+
+func setEnum(dst *string, v string, allowed ...string) error {
+	v = strings.ToLower(v)
+	for _, a := range allowed {
+		if strings.ToLower(a) == v {
+			*dst = a
+			return nil
+		}
+	}
+	return fmt.Errorf("want one of %s, got %q", strings.Join(allowed, "|"), v)
+}
+
+// parseAlgo accepts "ring" (all_reduce) or "allreduce=ring,broadcast=tree".
+func parseAlgo(c *Config, v string) error {
+	c.Algo = map[string]collectives.Algorithm{}
+	if v == "" {
+		return nil
+	}
+	if !strings.Contains(v, "=") {
+		c.Algo["allreduce"] = collectives.Algorithm(strings.ToLower(v))
+		return nil
+	}
+	for _, part := range strings.Split(v, ",") {
+		op, algo, ok := strings.Cut(part, "=")
+		if !ok {
+			return fmt.Errorf("want op=algo, got %q", part)
+		}
+		c.Algo[strings.ToLower(strings.TrimSpace(op))] = collectives.Algorithm(strings.ToLower(strings.TrimSpace(algo)))
+	}
+	return nil
+}

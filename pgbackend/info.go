@@ -1,0 +1,42 @@
+package pgbackend
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// Info describes a communicator for humans and tools (python -m
+// torch_hccl_go.info, HCCL_GO_DEBUG=INFO).
+type Info struct {
+	Rank           int               `json:"rank"`
+	Size           int               `json:"size"`
+	Transports     []string          `json:"transports"` // per peer
+	TimeoutMs      int64             `json:"timeout_ms"`
+	Algo           map[string]string `json:"algo_override"`
+	StreamsPerPeer int               `json:"streams_per_peer"`
+	ChunkBytes     int               `json:"chunk_bytes"`
+	Sequence       uint64            `json:"sequence"`
+}
+
+// Info returns the communicator's description.
+func (c *Communicator) Info() Info {
+	algo := map[string]string{}
+	for op, a := range c.cfg.Algo {
+		algo[op] = string(a)
+	}
+	return Info{
+		Rank: c.rank, Size: c.size, Transports: c.transports,
+		TimeoutMs: c.cfg.Timeout.Milliseconds(), Algo: algo,
+		StreamsPerPeer: c.cfg.StreamsPerPeer, ChunkBytes: c.cfg.ChunkBytes,
+		Sequence: c.seq.Load(),
+	}
+}
+
+// InfoJSON is Info as JSON.
+func (c *Communicator) InfoJSON() string {
+	b, err := json.Marshal(c.Info())
+	if err != nil {
+		return fmt.Sprintf(`{"error": %q}`, err.Error())
+	}
+	return string(b)
+}

@@ -1,0 +1,234 @@
+package pgbackend
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/hccl-go/hccl-go/collectives"
+	"github.com/hccl-go/hccl-go/collectives/reduce"
+	"github.com/hccl-go/hccl-go/streams"
+	"github.com/hccl-go/hccl-go/transport"
+)
+
+// The collectives below validate their arguments before queuing (an error
+// then means the op never ran on this rank), then run on the given stream.
+// Buffer lengths are in bytes; buffers must stay valid until the returned
+// Work completes. send and recv may be the same memory (in place).
+
+// AllReduce reduces send across ranks into recv on every rank.
+func (c *Communicator) AllReduce(send, recv []byte, dt reduce.DType, op reduce.Op, preMul float64, stream int) (*streams.Work, error) {
+	if err := c.checkReduction("allreduce", dt, op, send, recv, len(send)); err != nil {
+		return nil, err
+	}
+	o := c.options("allreduce", preMul)
+	return c.submitCollective(stream, "allreduce", len(send), func(ctx context.Context, tag transport.Tag) error {
+		return collectives.AllReduce(ctx, c.ep, tag, send, recv, dt, op, o)
+	})
+}
+
+// Broadcast copies root's send into recv on every rank.
+func (c *Communicator) Broadcast(send, recv []byte, root, stream int) (*streams.Work, error) {
+	if err := c.checkRoot("broadcast", root); err != nil {
+		return nil, err
+	}
+	if c.rank == root && len(send) != len(recv) {
+		return nil, c.invalid("broadcast", "send has %d bytes, recv %d", len(send), len(recv))
+	}
+	o := c.options("broadcast", 0)
+	return c.submitCollective(stream, "broadcast", len(recv), func(ctx context.Context, tag transport.Tag) error {
+		return collectives.Broadcast(ctx, c.ep, tag, send, recv, root, o)
+	})
+}
+
+// Reduce reduces send across ranks into recv on root (recv unused elsewhere).
+func (c *Communicator) Reduce(send, recv []byte, dt reduce.DType, op reduce.Op, preMul float64, root, stream int) (*streams.Work, error) {
+	if err := c.checkRoot("reduce", root); err != nil {
+		return nil, err
+	}
+	want := len(send)
+	if c.rank != root {
+		recv = nil
+	} else if err := c.checkReduction("reduce", dt, op, send, recv, want); err != nil {
+		return nil, err
+	}
+	if err := c.checkReduction("reduce", dt, op, send, send, want); err != nil {
+		return nil, err
+	}
+	o := c.options("reduce", preMul)
+	return c.submitCollective(stream, "reduce", len(send), func(ctx context.Context, tag transport.Tag) error {
+		return collectives.Reduce(ctx, c.ep, tag, send, recv, dt, op, root, o)
+	})
+}
+
+// AllGather concatenates every rank's send, in rank order, into recv.
+func (c *Communicator) AllGather(send, recv []byte, stream int) (*streams.Work, error) {
+	if len(recv) != c.size*len(send) {
+		return nil, c.invalid("allgather", "recv has %d bytes, want %d ranks x %d", len(recv), c.size, len(send))
+	}
+	o := c.options("allgather", 0)
+	return c.submitCollective(stream, "allgather", len(recv), func(ctx context.Context, tag transport.Tag) error {
+		return collectives.AllGather(ctx, c.ep, tag, send, recv, o)
+	})
+}
+
+// AllGatherV is AllGather with counts[i] bytes from rank i.
+func (c *Communicator) AllGatherV(send, recv []byte, counts []int, stream int) (*streams.Work, error) {
+	total, err := c.checkCounts("allgatherv", counts)
+	if err != nil {
+		return nil, err
+	}
+	if len(send) != counts[c.rank] || len(recv) != total {
+		return nil, c.invalid("allgatherv", "send has %d bytes (want %d), recv %d (want %d)", len(send), counts[c.rank], len(recv), total)
+	}
+	counts = append([]int(nil), counts...) // the caller's slice may be C memory freed after return
+	o := c.options("allgather", 0)
+	return c.submitCollective(stream, "allgatherv", total, func(ctx context.Context, tag transport.Tag) error {
+		return collectives.AllGatherV(ctx, c.ep, tag, send, recv, counts, o)
+	})
+}
+
+// ReduceScatter reduces send (size blocks of len(recv)) and leaves block
+// rank in recv.
+func (c *Communicator) ReduceScatter(send, recv []byte, dt reduce.DType, op reduce.Op, preMul float64, stream int) (*streams.Work, error) {
+	if err := c.checkReduction("reducescatter", dt, op, recv, recv, len(recv)); err != nil {
+		return nil, err
+	}
+	if len(send) != c.size*len(recv) {
+		return nil, c.invalid("reducescatter", "send has %d bytes, want %d ranks x %d", len(send), c.size, len(recv))
+	}
+	o := c.options("reducescatter", preMul)
+	return c.submitCollective(stream, "reducescatter", len(send), func(ctx context.Context, tag transport.Tag) error {
+		return collectives.ReduceScatter(ctx, c.ep, tag, send, recv, dt, op, o)
+	})
+}
+
+// ReduceScatterV is ReduceScatter with counts[i] ELEMENTS for rank i.
+func (c *Communicator) ReduceScatterV(send, recv []byte, counts []int, dt reduce.DType, op reduce.Op, preMul float64, stream int) (*streams.Work, error) {
+	if err := c.checkReduction("reducescatterv", dt, op, recv, recv, len(recv)); err != nil {
+		return nil, err
+	}
+	total, err := c.checkCounts("reducescatterv", counts)
+	if err != nil {
+		return nil, err
+	}
+	if len(send) != total*dt.Size() || len(recv) != counts[c.rank]*dt.Size() {
+		return nil, c.invalid("reducescatterv", "send has %d bytes (want %d), recv %d (want %d)",
+			len(send), total*dt.Size(), len(recv), counts[c.rank]*dt.Size())
+	}
+	counts = append([]int(nil), counts...)
+	o := c.options("reducescatter", preMul)
+	return c.submitCollective(stream, "reducescatterv", len(send), func(ctx context.Context, tag transport.Tag) error {
+		return collectives.ReduceScatterV(ctx, c.ep, tag, send, recv, counts, dt, op, o)
+	})
+}
+
+// AllToAllV sends send[sendDispls[i]:+sendCounts[i]] to rank i and receives
+// rank i's block into recv[recvDispls[i]:+recvCounts[i]] (all in bytes).
+func (c *Communicator) AllToAllV(send []byte, sendCounts, sendDispls []int, recv []byte, recvCounts, recvDispls []int, stream int) (*streams.Work, error) {
+	if err := c.checkBlocks("alltoallv", "send", len(send), sendCounts, sendDispls); err != nil {
+		return nil, err
+	}
+	if err := c.checkBlocks("alltoallv", "recv", len(recv), recvCounts, recvDispls); err != nil {
+		return nil, err
+	}
+	clone := func(s []int) []int { return append([]int(nil), s...) }
+	sc, sd, rc, rd := clone(sendCounts), clone(sendDispls), clone(recvCounts), clone(recvDispls)
+	o := c.options("alltoall", 0)
+	return c.submitCollective(stream, "alltoallv", len(send), func(ctx context.Context, tag transport.Tag) error {
+		return collectives.AllToAllV(ctx, c.ep, tag, send, sc, sd, recv, rc, rd, o)
+	})
+}
+
+// Gather concatenates every rank's send into recv on root.
+func (c *Communicator) Gather(send, recv []byte, root, stream int) (*streams.Work, error) {
+	if err := c.checkRoot("gather", root); err != nil {
+		return nil, err
+	}
+	if c.rank == root && len(recv) != c.size*len(send) {
+		return nil, c.invalid("gather", "recv has %d bytes, want %d ranks x %d", len(recv), c.size, len(send))
+	}
+	o := c.options("gather", 0)
+	return c.submitCollective(stream, "gather", len(send), func(ctx context.Context, tag transport.Tag) error {
+		return collectives.Gather(ctx, c.ep, tag, send, recv, root, o)
+	})
+}
+
+// Scatter sends block i of root's send to rank i's recv.
+func (c *Communicator) Scatter(send, recv []byte, root, stream int) (*streams.Work, error) {
+	if err := c.checkRoot("scatter", root); err != nil {
+		return nil, err
+	}
+	if c.rank == root && len(send) != c.size*len(recv) {
+		return nil, c.invalid("scatter", "send has %d bytes, want %d ranks x %d", len(send), c.size, len(recv))
+	}
+	o := c.options("scatter", 0)
+	return c.submitCollective(stream, "scatter", len(recv), func(ctx context.Context, tag transport.Tag) error {
+		return collectives.Scatter(ctx, c.ep, tag, send, recv, root, o)
+	})
+}
+
+// Barrier completes on each rank once every rank has entered it.
+func (c *Communicator) Barrier(stream int) (*streams.Work, error) {
+	return c.submitCollective(stream, "barrier", 0, func(ctx context.Context, tag transport.Tag) error {
+		return collectives.Barrier(ctx, c.ep, tag)
+	})
+}
+
+func (c *Communicator) options(op string, preMul float64) collectives.Options {
+	return collectives.Options{Algo: c.cfg.AlgoFor(op), PreMul: preMul, ChunkBytes: c.cfg.ChunkBytes}
+}
+
+func (c *Communicator) invalid(op, format string, args ...any) error {
+	return fmt.Errorf("%s rank %d: %w: %s", op, c.rank, ErrInvalidArgument, fmt.Sprintf(format, args...))
+}
+
+func (c *Communicator) checkRoot(op string, root int) error {
+	if root < 0 || root >= c.size {
+		return c.invalid(op, "root %d out of range [0, %d)", root, c.size)
+	}
+	return nil
+}
+
+// checkReduction validates a reduction's dtype/op and that send and recv
+// both hold want bytes, a whole number of elements.
+func (c *Communicator) checkReduction(op string, dt reduce.DType, rop reduce.Op, send, recv []byte, want int) error {
+	if err := reduce.Check(dt, rop); err != nil {
+		return c.invalid(op, "%v", err)
+	}
+	if len(send) != want || len(recv) != want {
+		return c.invalid(op, "send has %d bytes, recv %d, want %d", len(send), len(recv), want)
+	}
+	if want%dt.Size() != 0 {
+		return c.invalid(op, "%d bytes is not a whole number of %s elements", want, dt)
+	}
+	return nil
+}
+
+// checkCounts validates one count per rank and returns their sum.
+func (c *Communicator) checkCounts(op string, counts []int) (int, error) {
+	if len(counts) != c.size {
+		return 0, c.invalid(op, "%d counts for %d ranks", len(counts), c.size)
+	}
+	total := 0
+	for i, n := range counts {
+		if n < 0 {
+			return 0, c.invalid(op, "count[%d] = %d is negative", i, n)
+		}
+		total += n
+	}
+	return total, nil
+}
+
+// checkBlocks validates per-rank (count, displacement) pairs against a
+// buffer of n bytes.
+func (c *Communicator) checkBlocks(op, name string, n int, counts, displs []int) error {
+	if len(counts) != c.size || len(displs) != c.size {
+		return c.invalid(op, "%s: %d counts and %d displacements for %d ranks", name, len(counts), len(displs), c.size)
+	}
+	for i := range counts {
+		if counts[i] < 0 || displs[i] < 0 || displs[i]+counts[i] > n {
+			return c.invalid(op, "%s block %d [%d, %d) outside the %d-byte buffer", name, i, displs[i], displs[i]+counts[i], n)
+		}
+	}
+	return nil
+}

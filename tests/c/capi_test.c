@@ -1,0 +1,210 @@
+/*
+ * capi_test: one rank of a job driven only through include/hccl_go.h.
+ *
+ *   capi_test RANK NRANKS RENDEZVOUS_DIR
+ *
+ * Ranks find each other through files in RENDEZVOUS_DIR (each writes its
+ * listen address to RANK.addr), then check all_reduce (in and out of place,
+ * several dtypes and ops), all_gather, a callback, and that bad input yields
+ * clear error codes and messages rather than crashes. Prints "PASS rank R"
+ * and exits 0 on success; prints the failed check and exits 1 otherwise.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "hccl_go.h"
+
+static int rank_ = -1;
+
+#define CHECK(cond, ...)                                   \
+  do {                                                     \
+    if (!(cond)) {                                         \
+      fprintf(stderr, "FAIL rank %d line %d: ", rank_, __LINE__); \
+      fprintf(stderr, __VA_ARGS__);                        \
+      fprintf(stderr, "\n");                               \
+      exit(1);                                             \
+    }                                                      \
+  } while (0)
+
+#define OK(call)                                                                   \
+  do {                                                                             \
+    hcclGoResult_t r_ = (call);                                                    \
+    if (r_ != hcclGoSuccess) {                                                     \
+      char m_[1024];                                                               \
+      hcclGoGetLastError(0, m_, sizeof m_);                                        \
+      CHECK(0, "%s -> %s: %s", #call, hcclGoGetErrorString(r_), m_);               \
+    }                                                                              \
+  } while (0)
+
+static void rendezvous(const char* dir, int rank, int nranks, const char* myAddr, char** addrs) {
+  char path[512], tmp[512];
+  snprintf(tmp, sizeof tmp, "%s/%d.tmp", dir, rank);
+  snprintf(path, sizeof path, "%s/%d.addr", dir, rank);
+  FILE* f = fopen(tmp, "w");
+  CHECK(f != NULL, "cannot write %s", tmp);
+  fputs(myAddr, f);
+  fclose(f);
+  CHECK(rename(tmp, path) == 0, "rename %s", path);
+  for (int i = 0; i < nranks; i++) {
+    snprintf(path, sizeof path, "%s/%d.addr", dir, i);
+    addrs[i] = calloc(1, 256);
+    for (int tries = 0;; tries++) {
+      f = fopen(path, "r");
+      if (f != NULL) break;
+      CHECK(tries < 3000, "rank %d never published its address", i);
+      usleep(10000);
+    }
+    CHECK(fgets(addrs[i], 256, f) != NULL, "empty address file %s", path);
+    fclose(f);
+  }
+}
+
+static volatile int callbackStatus = -1;
+static void onDone(void* userData, hcclGoWork_t work, hcclGoResult_t status, const char* msg) {
+  (void)work;
+  (void)msg;
+  *(int*)userData = 1;
+  callbackStatus = status;
+}
+
+/* Runs an op's work to completion and frees it. */
+static void waitWork(hcclGoWork_t w) {
+  hcclGoResult_t r = hcclGoWorkWait(w, 30000);
+  if (r != hcclGoSuccess) {
+    char m[1024];
+    hcclGoWorkError(w, m, sizeof m);
+    CHECK(0, "work failed: %s: %s", hcclGoGetErrorString(r), m);
+  }
+  OK(hcclGoWorkFree(w));
+}
+
+static void expectError(hcclGoResult_t got, hcclGoResult_t want, hcclGoComm_t comm, const char* needle) {
+  char m[1024];
+  CHECK(got == want, "want %s, got %s", hcclGoGetErrorString(want), hcclGoGetErrorString(got));
+  hcclGoGetLastError(comm, m, sizeof m);
+  CHECK(strstr(m, needle) != NULL, "error message \"%s\" does not mention \"%s\"", m, needle);
+  printf("rank %d: rejected as expected: %s\n", rank_, m);
+}
+
+int main(int argc, char** argv) {
+  CHECK(argc == 4, "usage: capi_test RANK NRANKS DIR");
+  int rank = atoi(argv[1]), nranks = atoi(argv[2]);
+  rank_ = rank;
+
+  int version = 0;
+  OK(hcclGoGetVersion(&version));
+  CHECK(version == HCCL_GO_VERSION_CODE, "version %d", version);
+
+  hcclGoListener_t l;
+  char addr[256];
+  OK(hcclGoListen(NULL, &l, addr, sizeof addr));
+  char* addrs[64];
+  rendezvous(argv[3], rank, nranks, addr, addrs);
+
+  hcclGoComm_t comm;
+  OK(hcclGoCommInitRank(&comm, nranks, rank, l, (const char* const*)addrs, NULL, "capi-test-secret",
+                        "timeout_ms=30000"));
+  int n = -1, r = -1;
+  OK(hcclGoCommCount(comm, &n));
+  OK(hcclGoCommUserRank(comm, &r));
+  CHECK(n == nranks && r == rank, "count %d rank %d", n, r);
+
+  /* all_reduce float32 SUM, out of place, over sizes around the world size. */
+  size_t sizes[] = {0, 1, 7, 1000, (1 << 20) + 3};
+  for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
+    size_t count = sizes[s];
+    float* in = malloc((count + 1) * sizeof(float));
+    float* out = malloc((count + 1) * sizeof(float));
+    for (size_t i = 0; i < count; i++) in[i] = (float)(rank + 1) * (float)(i % 97);
+    hcclGoWork_t w;
+    OK(hcclGoAllReduce(in, out, count, hcclGoFloat32, hcclGoSum, 0, comm, HCCL_GO_STREAM_DEFAULT, &w));
+    waitWork(w);
+    float factor = nranks * (nranks + 1) / 2.0f;
+    for (size_t i = 0; i < count; i++)
+      CHECK(out[i] == factor * (float)(i % 97), "allreduce count %zu [%zu] = %g", count, i, out[i]);
+    free(in);
+    free(out);
+  }
+
+  /* In place: int64 MAX and int32 BXOR, with a completion callback. */
+  {
+    int64_t v[5];
+    for (int i = 0; i < 5; i++) v[i] = rank * 10 + i;
+    hcclGoWork_t w;
+    OK(hcclGoAllReduce(v, v, 5, hcclGoInt64, hcclGoMax, 0, comm, HCCL_GO_STREAM_DEFAULT, &w));
+    int fired = 0;
+    OK(hcclGoWorkSetCallback(w, onDone, &fired));
+    waitWork(w);
+    for (int tries = 0; !fired && tries < 1000; tries++) usleep(1000);
+    CHECK(fired && callbackStatus == hcclGoSuccess, "callback fired=%d status=%d", fired, callbackStatus);
+    for (int i = 0; i < 5; i++) CHECK(v[i] == (nranks - 1) * 10 + i, "max[%d] = %lld", i, (long long)v[i]);
+
+    int32_t x = 1 << rank;
+    OK(hcclGoAllReduce(&x, &x, 1, hcclGoInt32, hcclGoBxor, 0, comm, HCCL_GO_STREAM_DEFAULT, &w));
+    waitWork(w);
+    CHECK(x == (1 << nranks) - 1, "bxor = %d", x);
+  }
+
+  /* all_gather of 3 doubles per rank. */
+  {
+    double mine[3] = {rank, rank + 0.5, -rank};
+    double* all = calloc(3 * nranks, sizeof(double));
+    hcclGoWork_t w;
+    OK(hcclGoAllGather(mine, all, 3, hcclGoFloat64, comm, HCCL_GO_STREAM_DEFAULT, &w));
+    waitWork(w);
+    for (int i = 0; i < nranks; i++)
+      CHECK(all[3 * i] == i && all[3 * i + 1] == i + 0.5 && all[3 * i + 2] == -i, "allgather block %d", i);
+    free(all);
+  }
+
+  /* Bad input: clear codes and messages, no crash, and the comm still works. */
+  {
+    hcclGoWork_t w;
+    float f[4] = {0};
+    expectError(hcclGoAllReduce(NULL, f, 4, hcclGoFloat32, hcclGoSum, 0, comm, 0, &w), hcclGoInvalidArgument, comm,
+                "NULL");
+    expectError(hcclGoAllReduce(f, f, 4, (hcclGoDataType_t)99, hcclGoSum, 0, comm, 0, &w), hcclGoInvalidArgument,
+                comm, "dtype");
+    expectError(hcclGoAllReduce(f, f, 4, hcclGoFloat32, (hcclGoRedOp_t)42, 0, comm, 0, &w), hcclGoInvalidArgument,
+                comm, "op");
+    expectError(hcclGoAllReduce(f, f, 4, hcclGoFloat32, hcclGoBxor, 0, comm, 0, &w), hcclGoInvalidArgument, comm,
+                "bxor");
+    expectError(hcclGoBroadcast(f, f, 4, hcclGoFloat32, nranks + 3, comm, 0, &w), hcclGoInvalidArgument, comm,
+                "root");
+    expectError(hcclGoSend(f, 4, hcclGoFloat32, -1, 0, comm, &w), hcclGoInvalidArgument, comm, "peer");
+    expectError(hcclGoAllReduce(f, f, 4, hcclGoFloat32, hcclGoSum, 0, comm, 0, NULL), hcclGoInvalidArgument, comm,
+                "work");
+    expectError(hcclGoWorkWait(123456789, 10), hcclGoInvalidUsage, 0, "work");
+    hcclGoComm_t bad;
+    hcclGoListener_t l2;
+    char a2[256];
+    OK(hcclGoListen(NULL, &l2, a2, sizeof a2));
+    expectError(hcclGoCommInitRank(&bad, nranks, nranks + 1, l2, (const char* const*)addrs, NULL, "", NULL),
+                hcclGoInvalidArgument, 0, "rank");
+    OK(hcclGoListenerClose(l2));
+
+    float one = 1;
+    OK(hcclGoAllReduce(&one, &one, 1, hcclGoFloat32, hcclGoSum, 0, comm, 0, &w));
+    waitWork(w);
+    CHECK(one == nranks, "allreduce after errors = %g", one);
+  }
+
+  hcclGoWork_t w;
+  OK(hcclGoBarrier(comm, 0, &w));
+  waitWork(w);
+  OK(hcclGoCommDestroy(comm));
+  {
+    float f = 0;
+    expectError(hcclGoAllReduce(&f, &f, 1, hcclGoFloat32, hcclGoSum, 0, comm, 0, &w), hcclGoInvalidUsage, comm,
+                "does not exist");
+    expectError(hcclGoCommDestroy(comm), hcclGoInvalidUsage, comm, "does not exist");
+  }
+  for (int i = 0; i < nranks; i++) free(addrs[i]);
+  printf("PASS rank %d\n", rank);
+  return 0;
+}

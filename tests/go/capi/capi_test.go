@@ -1,0 +1,84 @@
+// Package capi tests the C API end to end: it builds the shared library and
+// the C test program (tests/c/capi_test.c), runs one process per rank, and
+// checks that every rank passes.
+package capi
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+func repoRoot(t *testing.T) string {
+	_, file, _, ok := runtime.Caller(0)
+	require.True(t, ok)
+	return filepath.Join(filepath.Dir(file), "..", "..", "..")
+}
+
+// buildProgram builds libhccl_go.so and the C test program into dir.
+func buildProgram(t *testing.T, dir string) string {
+	root := repoRoot(t)
+	lib := filepath.Join(dir, "libhccl_go.so")
+	build := exec.Command("go", "build", "-buildmode=c-shared",
+		"-ldflags=-extldflags=-Wl,-soname,libhccl_go.so", "-o", lib, "./export")
+	build.Dir = root
+	out, err := build.CombinedOutput()
+	require.NoError(t, err, "go build -buildmode=c-shared: %s", out)
+
+	bin := filepath.Join(dir, "capi_test")
+	cc := exec.Command("gcc", "-O1", "-Wall", "-Werror", "-o", bin,
+		filepath.Join(root, "tests", "c", "capi_test.c"),
+		"-I", filepath.Join(root, "include"), "-L", dir, "-lhccl_go", "-Wl,-rpath,"+dir)
+	out, err = cc.CombinedOutput()
+	require.NoError(t, err, "gcc: %s", out)
+
+	// The SONAME lets the library be found and versioned by the loader.
+	out, err = exec.Command("objdump", "-p", lib).CombinedOutput()
+	if err == nil {
+		require.Contains(t, string(out), "SONAME               libhccl_go.so")
+	}
+	return bin
+}
+
+func TestCAPITwoProcesses(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the shared library")
+	}
+	dir := t.TempDir()
+	bin := buildProgram(t, dir)
+	for _, nranks := range []int{2, 3} {
+		t.Run(fmt.Sprintf("world%d", nranks), func(t *testing.T) {
+			rv := t.TempDir()
+			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+			defer cancel()
+			var wg sync.WaitGroup
+			outs := make([]string, nranks)
+			errs := make([]error, nranks)
+			for r := 0; r < nranks; r++ {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					cmd := exec.CommandContext(ctx, bin, fmt.Sprint(r), fmt.Sprint(nranks), rv)
+					cmd.Env = append(os.Environ(), "HCCL_GO_MAXPROCS=2")
+					out, err := cmd.CombinedOutput()
+					outs[r], errs[r] = string(out), err
+				}()
+			}
+			wg.Wait()
+			for r := 0; r < nranks; r++ {
+				require.NoError(t, errs[r], "rank %d:\n%s", r, outs[r])
+				require.True(t, strings.Contains(outs[r], fmt.Sprintf("PASS rank %d", r)), "rank %d:\n%s", r, outs[r])
+			}
+			t.Logf("rank 0 output:\n%s", outs[0])
+		})
+	}
+}
