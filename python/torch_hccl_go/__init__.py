@@ -1,0 +1,24 @@
+"""torch_hccl_go: the hccl_go backend for torch.distributed.
+
+    import torch_hccl_go                         # registers the backend
+    dist.init_process_group(backend="hccl_go")   # CPU tensors
+
+Public API: Options, library_path(), comm_info(group), get_backend(group),
+__version__. `python -m torch_hccl_go.info` prints the configuration.
+"""
+
+import torch  # noqa: F401  (loads libtorch before the extension)
+
+from ._library import check_torch_version, library_path
+from ._version import __version__
+
+check_torch_version()
+
+from . import _C  # noqa: E402  (loads libhccl_go.so, starting the Go runtime)
+from ._creator import register  # noqa: E402
+from .comm import comm_info, get_backend  # noqa: E402
+from .options import Options  # noqa: E402
+
+register()
+
+__all__ = ["Options", "__version__", "comm_info", "get_backend", "library_path"]

@@ -1,0 +1,3 @@
+"""The torch_hccl_go version (read by setup.py too)."""
+
+__version__ = "0.1.0"

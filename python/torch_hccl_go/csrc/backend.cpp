@@ -1,0 +1,219 @@
+// backend.cpp: HcclGoBackend's life (creation, coalescing, shutdown).
+// The collectives themselves are in collectives.cpp and p2p.cpp.
+#include "backend.hpp"
+
+#include <unistd.h>
+
+#include <cstring>
+
+#include <c10/util/Exception.h>
+
+#include "errors.hpp"
+#include "gil.hpp"
+
+namespace hccl_go {
+
+namespace {
+
+// After the communicator is destroyed, how long callbacks of its last ops
+// may take to arrive, and how long the completion thread may take to exit.
+constexpr std::chrono::milliseconds kDrainGrace{10000};
+
+hcclGoComm_t initComm(const HcclGoBackend::Setup& s) {
+  if (static_cast<int>(s.peerAddrs.size()) != s.size || static_cast<int>(s.hostIds.size()) != s.size) {
+    hcclGoListenerClose(s.listener);  // not consumed: no init happens
+    TORCH_CHECK_VALUE(false, "hccl_go: need one address and one host id per rank: got ", s.peerAddrs.size(),
+                      " and ", s.hostIds.size(), " for ", s.size, " ranks");
+  }
+  std::vector<const char*> addrs;
+  std::vector<const char*> hosts;
+  for (int i = 0; i < s.size; ++i) {
+    addrs.push_back(s.peerAddrs[i].c_str());
+    hosts.push_back(s.hostIds[i].c_str());
+  }
+  hcclGoComm_t comm = 0;
+  hcclGoResult_t r = hcclGoCommInitRank(&comm, s.size, s.rank, s.listener, addrs.data(), hosts.data(),
+                                        s.secret.c_str(), s.options.c_str());
+  if (r != hcclGoSuccess) {
+    throwResult(r, 0,
+                "hccl_go: creating the communicator (rank " + std::to_string(s.rank) + " of " +
+                    std::to_string(s.size) + ", options \"" + s.options + "\")");
+  }
+  return comm;
+}
+
+}  // namespace
+
+HcclGoBackend::HcclGoBackend(const Setup& setup)
+    : c10d::Backend(setup.rank, setup.size),
+      options_(setup.options),
+      pid_(getpid()),
+      timeoutMs_(setup.timeout.count()),
+      queue_(std::make_shared<CompletionQueue>()) {
+  comm_ = initComm(setup);
+  auto queue = queue_;
+  completionThread_ = std::make_unique<std::thread>([queue] { queue->run(); });
+  init();
+}
+
+HcclGoBackend::~HcclGoBackend() {
+  try {
+    teardown(/*abortFirst=*/false);
+  } catch (const std::exception& e) {
+    // A destructor must not throw; the communicator is gone either way.
+    TORCH_WARN("hccl_go: shutting the backend down in its destructor: ", e.what());
+  }
+}
+
+c10::intrusive_ptr<c10d::Backend::Options> HcclGoBackend::getBackendOptions() {
+  return c10::make_intrusive<c10d::Backend::Options>("hccl_go", std::chrono::milliseconds(timeoutMs_.load()));
+}
+
+void HcclGoBackend::setTimeout(std::chrono::milliseconds timeout) {
+  timeoutMs_.store(timeout.count());
+}
+
+std::chrono::milliseconds HcclGoBackend::timeoutOr(std::chrono::milliseconds opTimeout) const {
+  if (opTimeout == c10d::kUnsetTimeout || opTimeout.count() <= 0) {
+    return std::chrono::milliseconds(timeoutMs_.load());
+  }
+  return opTimeout;
+}
+
+void HcclGoBackend::checkUsable(const char* op) const {
+  const pid_t pid = getpid();
+  TORCH_CHECK(pid == pid_, "hccl_go: ", op, ": this process group was created by process ", pid_,
+              " and cannot be used in the forked child process ", pid,
+              " (the Go runtime does not survive fork). Create the process group in the child "
+              "instead, e.g. with the 'spawn' start method.");
+  std::lock_guard<std::mutex> lock(mu_);
+  TORCH_CHECK(!closed_, "hccl_go: ", op, ": the process group was shut down or aborted");
+}
+
+c10::intrusive_ptr<HcclGoWork> HcclGoBackend::newWork(c10d::OpType type, const char* name,
+                                                      const std::vector<at::Tensor>& inputs,
+                                                      std::chrono::milliseconds opTimeout, bool p2p) {
+  checkUsable(name);
+  const uint64_t seq = p2p ? ++seqP2P_ : ++seqCollective_;
+  auto work = c10::make_intrusive<HcclGoWork>(rank_, type, name, seq, timeoutOr(opTimeout), queue_, inputs);
+  queue_->track(work);
+  std::lock_guard<std::mutex> lock(mu_);
+  if (coalesced_) {
+    coalesced_->addChild(work);
+  }
+  return work;
+}
+
+void HcclGoBackend::startCoalescing() {
+  checkUsable("start_coalescing");
+  auto group = c10::make_intrusive<HcclGoWork>(rank_, c10d::OpType::COALESCED, "coalesced", seqCollective_.load(),
+                                               timeoutOr(c10d::kUnsetTimeout), queue_, std::vector<at::Tensor>{});
+  std::lock_guard<std::mutex> lock(mu_);
+  TORCH_CHECK(!coalesced_, "hccl_go: start_coalescing: a coalescing group is already open on this process group");
+  queue_->track(group);
+  coalesced_ = group;
+}
+
+c10::intrusive_ptr<c10d::Work> HcclGoBackend::endCoalescing() {
+  c10::intrusive_ptr<HcclGoWork> group;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    TORCH_CHECK(coalesced_, "hccl_go: end_coalescing without start_coalescing");
+    group = std::move(coalesced_);
+    coalesced_.reset();
+  }
+  group->seal();
+  return group;
+}
+
+uint64_t HcclGoBackend::getSequenceNumberForGroup() {
+  return seqCollective_.load();
+}
+
+void HcclGoBackend::setSequenceNumberForGroup() {
+  // Sequence numbers start at 0 on every rank: nothing to agree on.
+}
+
+std::string HcclGoBackend::commInfo() {
+  checkUsable("comm_info");
+  for (size_t len = 64 * 1024; len <= 64 * 1024 * 1024; len *= 4) {
+    std::string buf(len, '\0');
+    check(hcclGoCommInfo(comm_, buf.data(), buf.size()), comm_, "hccl_go: comm_info");
+    const size_t n = std::strlen(buf.c_str());
+    if (n + 1 < len) {  // not truncated
+      buf.resize(n);
+      return buf;
+    }
+  }
+  TORCH_CHECK(false, "hccl_go: comm_info: the description is larger than 64 MiB");
+}
+
+void HcclGoBackend::abort() {
+  teardown(/*abortFirst=*/true);
+}
+
+void HcclGoBackend::shutdown() {
+  teardown(/*abortFirst=*/false);
+}
+
+void HcclGoBackend::teardown(bool abortFirst) {
+  if (getpid() != pid_) {
+    // A forked child: the communicator and the completion thread belong to
+    // the parent. Touch neither (no Go call, no join); leak them.
+    (void)completionThread_.release();
+    new std::shared_ptr<CompletionQueue>(std::move(queue_));
+    return;
+  }
+  c10::intrusive_ptr<HcclGoWork> openGroup;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (closed_) {
+      return;
+    }
+    closed_ = true;
+    openGroup = std::move(coalesced_);
+    coalesced_.reset();
+  }
+  if (openGroup) {
+    openGroup->failIssue(hcclGoAborted, "the process group was shut down inside a coalescing group");
+    openGroup->seal();
+  }
+
+  MaybeReleaseGil nogil;
+  // On the completion thread (a Future callback dropped the last reference)
+  // completions cannot be waited for: they are handled after we return.
+  const bool onCompletionThread = queue_->onCompletionThread();
+  if (abortFirst) {
+    hcclGoResult_t r = hcclGoCommAbort(comm_);
+    if (r != hcclGoSuccess) {
+      TORCH_WARN("hccl_go: abort: ", lastError(comm_), " [", resultName(r), "]");
+    }
+  }
+  // Waits (in the library, up to its timeout) for pending ops, whose
+  // callbacks then fire.
+  hcclGoResult_t r = hcclGoCommDestroy(comm_);
+  if (r != hcclGoSuccess) {
+    TORCH_WARN("hccl_go: destroying the communicator: ", lastError(comm_), " [", resultName(r), "]");
+  }
+  if (!onCompletionThread && !queue_->waitIdle(kDrainGrace)) {
+    // The library no longer touches their buffers: fail what is left.
+    for (auto& work : queue_->inFlight()) {
+      work->failIssue(hcclGoAborted, "the communicator was destroyed while the op was pending");
+      queue_->postFinish(work);
+    }
+    queue_->waitIdle(kDrainGrace);
+  }
+  queue_->requestStop();
+  if (onCompletionThread) {
+    completionThread_->detach();
+  } else if (queue_->waitExited(kDrainGrace)) {
+    completionThread_->join();
+  } else {
+    // A Future callback is stuck (e.g. waiting for the GIL while Python
+    // finalizes): do not hang the caller.
+    TORCH_WARN("hccl_go: the completion thread did not exit within ", kDrainGrace.count(), " ms; leaving it");
+    completionThread_->detach();
+  }
+}
+
+}  // namespace hccl_go

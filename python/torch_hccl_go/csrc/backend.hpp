@@ -1,0 +1,165 @@
+// backend.hpp: HcclGoBackend, the c10d::Backend of torch.distributed's
+// "hccl_go" backend. Every torch call checks its tensors, makes them
+// contiguous if needed, issues the matching hcclGo* op(s) and returns an
+// HcclGoWork that completes through the library's callback.
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <torch/csrc/distributed/c10d/Backend.hpp>
+
+#include "completion_queue.hpp"
+#include "hccl_go.h"
+#include "tensors.hpp"
+#include "work.hpp"
+
+namespace hccl_go {
+
+class Issue;
+
+class HcclGoBackend : public c10d::Backend {
+ public:
+  // What the rendezvous (Python, through the c10d Store) produced.
+  struct Setup {
+    int rank = 0;
+    int size = 0;
+    hcclGoListener_t listener = 0;        // from hcclGoListen; consumed
+    std::vector<std::string> peerAddrs;   // size entries
+    std::vector<std::string> hostIds;     // size entries
+    std::string secret;                   // the job's handshake secret
+    std::string options;                  // "key=value;..." for the library
+    std::chrono::milliseconds timeout{};  // default wait() timeout
+  };
+
+  // Creates the communicator (blocks until every peer has connected, or
+  // the library's connect timeout); throws on failure.
+  explicit HcclGoBackend(const Setup& setup);
+  ~HcclGoBackend() override;
+
+  const std::string getBackendName() const override {
+    return "hccl_go";
+  }
+  c10::intrusive_ptr<Options> getBackendOptions() override;
+  void setTimeout(std::chrono::milliseconds timeout) override;
+  bool supportsCoalescing() const override {
+    return true;
+  }
+
+  // ---- collectives ----
+  c10::intrusive_ptr<c10d::Work> broadcast(std::vector<at::Tensor>& tensors,
+                                           const c10d::BroadcastOptions& opts = c10d::BroadcastOptions()) override;
+  c10::intrusive_ptr<c10d::Work> allreduce(std::vector<at::Tensor>& tensors,
+                                           const c10d::AllreduceOptions& opts = c10d::AllreduceOptions()) override;
+  c10::intrusive_ptr<c10d::Work> allreduce_coalesced(
+      std::vector<at::Tensor>& tensors,
+      const c10d::AllreduceCoalescedOptions& opts = c10d::AllreduceCoalescedOptions()) override;
+  c10::intrusive_ptr<c10d::Work> reduce(std::vector<at::Tensor>& tensors,
+                                        const c10d::ReduceOptions& opts = c10d::ReduceOptions()) override;
+  c10::intrusive_ptr<c10d::Work> allgather(std::vector<std::vector<at::Tensor>>& outputTensors,
+                                           std::vector<at::Tensor>& inputTensors,
+                                           const c10d::AllgatherOptions& opts = c10d::AllgatherOptions()) override;
+  c10::intrusive_ptr<c10d::Work> _allgather_base(at::Tensor& outputBuffer, at::Tensor& inputBuffer,
+                                                 const c10d::AllgatherOptions& opts = c10d::AllgatherOptions()) override;
+  c10::intrusive_ptr<c10d::Work> allgather_coalesced(
+      std::vector<std::vector<at::Tensor>>& outputTensorLists, std::vector<at::Tensor>& inputTensors,
+      const c10d::AllgatherOptions& opts = c10d::AllgatherOptions()) override;
+  c10::intrusive_ptr<c10d::Work> allgather_into_tensor_coalesced(
+      std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
+      const c10d::AllgatherOptions& opts = c10d::AllgatherOptions()) override;
+  c10::intrusive_ptr<c10d::Work> gather(std::vector<std::vector<at::Tensor>>& outputTensors,
+                                        std::vector<at::Tensor>& inputTensors,
+                                        const c10d::GatherOptions& opts = c10d::GatherOptions()) override;
+  c10::intrusive_ptr<c10d::Work> scatter(std::vector<at::Tensor>& outputTensors,
+                                         std::vector<std::vector<at::Tensor>>& inputTensors,
+                                         const c10d::ScatterOptions& opts = c10d::ScatterOptions()) override;
+  c10::intrusive_ptr<c10d::Work> reduce_scatter(
+      std::vector<at::Tensor>& outputTensors, std::vector<std::vector<at::Tensor>>& inputTensors,
+      const c10d::ReduceScatterOptions& opts = c10d::ReduceScatterOptions()) override;
+  c10::intrusive_ptr<c10d::Work> _reduce_scatter_base(
+      at::Tensor& outputBuffer, at::Tensor& inputBuffer,
+      const c10d::ReduceScatterOptions& opts = c10d::ReduceScatterOptions()) override;
+  c10::intrusive_ptr<c10d::Work> reduce_scatter_tensor_coalesced(
+      std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
+      const c10d::ReduceScatterOptions& opts = c10d::ReduceScatterOptions()) override;
+  c10::intrusive_ptr<c10d::Work> alltoall_base(at::Tensor& outputBuffer, at::Tensor& inputBuffer,
+                                               std::vector<int64_t>& outputSplitSizes,
+                                               std::vector<int64_t>& inputSplitSizes,
+                                               const c10d::AllToAllOptions& opts = c10d::AllToAllOptions()) override;
+  c10::intrusive_ptr<c10d::Work> alltoall(std::vector<at::Tensor>& outputTensors,
+                                          std::vector<at::Tensor>& inputTensors,
+                                          const c10d::AllToAllOptions& opts = c10d::AllToAllOptions()) override;
+  c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions& opts = c10d::BarrierOptions()) override;
+
+  // ---- point to point (never queued behind collectives) ----
+  c10::intrusive_ptr<c10d::Work> send(std::vector<at::Tensor>& tensors, int dstRank, int tag) override;
+  c10::intrusive_ptr<c10d::Work> recv(std::vector<at::Tensor>& tensors, int srcRank, int tag) override;
+  c10::intrusive_ptr<c10d::Work> recvAnysource(std::vector<at::Tensor>& tensors, int tag) override;
+
+  // ---- coalescing: ops issued in between complete one Work ----
+  void startCoalescing() override;
+  c10::intrusive_ptr<c10d::Work> endCoalescing() override;
+
+  uint64_t getSequenceNumberForGroup() override;
+  void setSequenceNumberForGroup() override;
+
+  // Fails pending ops at once, then frees the communicator. Idempotent.
+  void abort() override;
+  // Waits for pending ops (up to the library's timeout), then frees the
+  // communicator. Idempotent; destroy_process_group calls it.
+  void shutdown() override;
+
+  // hcclGoCommInfo as a JSON string.
+  std::string commInfo();
+  hcclGoComm_t commHandle() const {
+    return comm_;
+  }
+  const std::string& optionsString() const {
+    return options_;
+  }
+
+ private:
+  friend class Issue;
+
+  // Throws if the backend was shut down or this is a forked child.
+  void checkUsable(const char* op) const;
+  // A new Work for one torch call (tracked; added to the coalescing group
+  // if one is open). Call after all argument checks.
+  c10::intrusive_ptr<HcclGoWork> newWork(c10d::OpType type, const char* name, const std::vector<at::Tensor>& inputs,
+                                         std::chrono::milliseconds opTimeout, bool p2p = false);
+  std::chrono::milliseconds timeoutOr(std::chrono::milliseconds opTimeout) const;
+
+  // Shared by the single and coalesced forms.
+  void checkAllgatherBase(const at::Tensor& output, const at::Tensor& input, const char* op) const;
+  void issueAllgatherBase(Issue& is, const at::Tensor& output, const at::Tensor& input);
+  void checkAllgatherList(const std::vector<at::Tensor>& outputs, const at::Tensor& input, const char* op) const;
+  void issueAllgatherList(Issue& is, const std::vector<at::Tensor>& outputs, const at::Tensor& input);
+  void checkReduceScatterBase(const at::Tensor& output, const at::Tensor& input, const char* op) const;
+  void issueReduceScatterBase(Issue& is, const at::Tensor& output, const at::Tensor& input, const Reduction& red);
+
+  void teardown(bool abortFirst);
+
+  hcclGoComm_t comm_ = 0;
+  const std::string options_;
+  const pid_t pid_;  // the creating process; a forked child must not use or free comm_
+  std::atomic<int64_t> timeoutMs_;
+
+  std::shared_ptr<CompletionQueue> queue_;
+  std::unique_ptr<std::thread> completionThread_;
+
+  std::atomic<uint64_t> seqCollective_{0};
+  std::atomic<uint64_t> seqP2P_{0};
+
+  mutable std::mutex mu_;  // guards coalesced_ and closed_
+  c10::intrusive_ptr<HcclGoWork> coalesced_;
+  bool closed_ = false;
+};
+
+}  // namespace hccl_go

@@ -1,0 +1,78 @@
+// bindings.cpp: the torch_hccl_go._C module. Python does the rendezvous
+// (torch_hccl_go/_rendezvous.py) and calls these.
+#include <torch/extension.h>
+
+#include "backend.hpp"
+#include "errors.hpp"
+
+namespace py = pybind11;
+
+namespace hccl_go {
+namespace {
+
+// hcclGoListen with the default address; returns (listener, address).
+std::pair<uint64_t, std::string> listen(const std::string& bindAddr) {
+  char addr[512] = {0};
+  hcclGoListener_t listener = 0;
+  hcclGoResult_t r;
+  {
+    py::gil_scoped_release nogil;
+    r = hcclGoListen(bindAddr.empty() ? nullptr : bindAddr.c_str(), &listener, addr, sizeof(addr));
+  }
+  check(r, 0, "hccl_go: opening the listening socket");
+  return {listener, std::string(addr)};
+}
+
+void listenerClose(uint64_t listener) {
+  check(hcclGoListenerClose(listener), 0, "hccl_go: closing the listener");
+}
+
+int libraryVersion() {
+  int v = 0;
+  check(hcclGoGetVersion(&v), 0, "hccl_go: hcclGoGetVersion");
+  return v;
+}
+
+c10::intrusive_ptr<HcclGoBackend> createBackend(int rank, int size, uint64_t listener,
+                                                std::vector<std::string> peerAddrs, std::vector<std::string> hostIds,
+                                                std::string secret, std::string options, int64_t timeoutMs) {
+  HcclGoBackend::Setup s;
+  s.rank = rank;
+  s.size = size;
+  s.listener = listener;
+  s.peerAddrs = std::move(peerAddrs);
+  s.hostIds = std::move(hostIds);
+  s.secret = std::move(secret);
+  s.options = std::move(options);
+  s.timeout = std::chrono::milliseconds(timeoutMs);
+  // Connecting to every peer blocks: let other Python threads run.
+  py::gil_scoped_release nogil;
+  return c10::make_intrusive<HcclGoBackend>(s);
+}
+
+}  // namespace
+}  // namespace hccl_go
+
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
+  using hccl_go::HcclGoBackend;
+  m.doc() = "C++ half of torch_hccl_go: the hccl_go c10d::Backend over libhccl_go.so";
+
+  // The base class must be registered before a subclass can be.
+  py::module_::import("torch._C._distributed_c10d");
+
+  py::class_<HcclGoBackend, c10d::Backend, c10::intrusive_ptr<HcclGoBackend>>(m, "HcclGoBackend")
+      .def(py::init(&hccl_go::createBackend), py::arg("rank"), py::arg("size"), py::arg("listener"),
+           py::arg("peer_addrs"), py::arg("host_ids"), py::arg("secret"), py::arg("options"), py::arg("timeout_ms"),
+           "Creates the communicator; the listener (from listen()) is consumed.")
+      .def("comm_info", &HcclGoBackend::commInfo, py::call_guard<py::gil_scoped_release>(),
+           "hcclGoCommInfo as a JSON string.")
+      .def_property_readonly("options_string", &HcclGoBackend::optionsString,
+                             "The options string the communicator was created with.")
+      .def_property_readonly("comm_handle", &HcclGoBackend::commHandle, "The hcclGoComm_t handle (for debugging).");
+
+  m.def("listen", &hccl_go::listen, py::arg("bind_addr") = "",
+        "hcclGoListen: returns (listener, address peers should dial).");
+  m.def("listener_close", &hccl_go::listenerClose, py::arg("listener"), "hcclGoListenerClose.");
+  m.def("library_version", &hccl_go::libraryVersion, "hcclGoGetVersion of the loaded libhccl_go.so.");
+  m.attr("HEADER_VERSION") = HCCL_GO_VERSION_CODE;
+}

@@ -1,0 +1,173 @@
+#include "work.hpp"
+
+#include <algorithm>
+
+#include <ATen/core/jit_type.h>
+#include <c10/util/Exception.h>
+
+#include "completion_queue.hpp"
+#include "errors.hpp"
+
+namespace hccl_go {
+
+namespace {
+
+// condition_variable::wait_for overflows on huge durations (a timeout of
+// timedelta.max); a year is forever enough.
+std::chrono::milliseconds clampTimeout(std::chrono::milliseconds t) {
+  constexpr std::chrono::milliseconds kYear{365LL * 24 * 3600 * 1000};
+  return std::min(t, kYear);
+}
+
+std::string profilingTitle(const std::string& name) {
+  return "hccl_go:" + name;
+}
+
+}  // namespace
+
+HcclGoWork::HcclGoWork(int rank, c10d::OpType opType, std::string name, uint64_t seq,
+                       std::chrono::milliseconds timeout, std::shared_ptr<CompletionQueue> queue,
+                       const std::vector<at::Tensor>& inputs)
+    : c10d::Work(rank, opType, profilingTitle(name).c_str(), inputs),
+      name_(std::move(name)),
+      seq_(seq),
+      timeout_(timeout),
+      queue_(std::move(queue)),
+      future_(c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()))) {}
+
+void HcclGoWork::keep(const at::Tensor& t) {
+  kept_.push_back(t);
+}
+
+const std::vector<size_t>& HcclGoWork::keepCounts(std::vector<size_t> counts) {
+  keptCounts_.push_back(std::move(counts));
+  return keptCounts_.back();
+}
+
+void HcclGoWork::copyBackOnSuccess(const at::Tensor& dst, const at::Tensor& src) {
+  copyBack_.emplace_back(dst, src);
+}
+
+void HcclGoWork::setOutputs(std::vector<at::Tensor> outputs) {
+  outputs_ = std::move(outputs);
+}
+
+void HcclGoWork::addPart() {
+  pending_.fetch_add(1, std::memory_order_relaxed);
+}
+
+void HcclGoWork::failIssue(hcclGoResult_t status, const std::string& msg) {
+  std::lock_guard<std::mutex> lock(errMu_);
+  if (status_ == hcclGoSuccess) {
+    status_ = status;
+    errMsg_ = msg;
+  }
+}
+
+void HcclGoWork::seal() {
+  if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+    // Every part is already done: finish on the completion thread, so that
+    // Future callbacks always run there.
+    queue_->postFinish(c10::intrusive_ptr<HcclGoWork>::reclaim_copy(this));
+  }
+}
+
+void HcclGoWork::addChild(const c10::intrusive_ptr<HcclGoWork>& child) {
+  addPart();
+  children_.push_back(child);
+  child->parents_.push_back(c10::intrusive_ptr<HcclGoWork>::reclaim_copy(this));
+}
+
+bool HcclGoWork::partDone(hcclGoResult_t status, const std::string& msg) {
+  if (status != hcclGoSuccess) {
+    failIssue(status, msg);
+  }
+  return pending_.fetch_sub(1, std::memory_order_acq_rel) == 1;
+}
+
+void HcclGoWork::finish() {
+  if (finished_.exchange(true)) {
+    return;
+  }
+  hcclGoResult_t status;
+  std::string msg;
+  {
+    std::lock_guard<std::mutex> lock(errMu_);
+    status = status_;
+    msg = errMsg_;
+  }
+  // Results reach the caller's tensors before anyone can see completion.
+  if (status == hcclGoSuccess) {
+    try {
+      for (auto& [dst, src] : copyBack_) {
+        dst.copy_(src);
+      }
+    } catch (const std::exception& e) {
+      status = hcclGoInternalError;
+      msg = std::string("copying the result back into the output tensor: ") + e.what();
+    }
+  }
+  for (auto& child : children_) {
+    outputs_.insert(outputs_.end(), child->outputs_.begin(), child->outputs_.end());
+  }
+  auto parents = std::move(parents_);
+  children_.clear();
+  kept_.clear();
+  copyBack_.clear();
+  keptCounts_.clear();
+
+  const std::string what = "hccl_go: " + name_ + " (op #" + std::to_string(seq_) + ")";
+  std::exception_ptr err = status == hcclGoSuccess ? nullptr : makeOpError(status, what, msg);
+  // Like ProcessGroupGloo: the Future first, then the Work.
+  try {
+    if (err) {
+      future_->setError(err);
+    } else {
+      future_->markCompleted(c10::IValue(outputs_));
+    }
+  } catch (const std::exception& e) {
+    // A Future callback threw; the Work itself still completes.
+    TORCH_WARN("hccl_go: a callback of the Future of ", what, " threw: ", e.what());
+  }
+  c10d::Work::finish(err);
+  queue_->untrack(this);
+
+  for (auto& parent : parents) {
+    if (parent->partDone(status, status == hcclGoSuccess ? "" : what + ": " + msg)) {
+      parent->finish();
+    }
+  }
+}
+
+bool HcclGoWork::wait(std::chrono::milliseconds timeout) {
+  auto limit = clampTimeout(timeout == kNoTimeout ? timeout_ : timeout);
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (!cv_.wait_for(lock, limit, [&] { return completed_; })) {
+    C10_THROW_ERROR(DistBackendError, "hccl_go: " + name_ + " (op #" + std::to_string(seq_) +
+                                          ") timed out after " + std::to_string(limit.count()) +
+                                          " ms in wait(); the op is still running");
+  }
+  if (exception_) {
+    std::rethrow_exception(exception_);
+  }
+  return true;
+}
+
+std::vector<at::Tensor> HcclGoWork::result() {
+  TORCH_CHECK(isCompleted(), "hccl_go: ", name_, ": result() needs a completed Work; call wait() first");
+  return outputs_;
+}
+
+c10::intrusive_ptr<c10::ivalue::Future> HcclGoWork::getFuture() {
+  return future_;
+}
+
+uint64_t HcclGoWork::getSequencenumber() const {
+  return seq_;
+}
+
+std::chrono::milliseconds HcclGoWork::getTimeout() const {
+  return timeout_;
+}
+
+}  // namespace hccl_go

@@ -1,0 +1,145 @@
+"""Builds torch_hccl_go, the hccl_go backend for torch.distributed.
+
+Two artefacts end up in the package:
+  torch_hccl_go/lib/libhccl_go.so  the Go library (go build -buildmode=c-shared ./export)
+  torch_hccl_go/_C*.so             the C++ c10d::Backend, linked against it (rpath $ORIGIN/lib)
+
+The extension is compiled against the torch already installed, so install
+without build isolation:
+
+    pip install --no-build-isolation .        # or -e . for development
+
+Environment:
+  HCCL_GO_PREBUILT_LIB=/path/libhccl_go.so  use this library instead of running go build
+  MAX_JOBS=N                                parallel C++ compile jobs (torch's ninja build)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from setuptools import find_packages, setup
+from setuptools.command.build_py import build_py
+
+ROOT = Path(__file__).parent.resolve()
+PKG_DIR = ROOT / "python" / "torch_hccl_go"
+LIB_DIR = PKG_DIR / "lib"
+LIB_NAME = "libhccl_go.so"
+
+try:
+    import torch
+    from torch.utils.cpp_extension import BuildExtension, CppExtension
+except ImportError:
+    sys.exit(
+        "torch_hccl_go is compiled against the installed torch, and torch is not importable here.\n"
+        "Install torch first, then build without isolation: pip install --no-build-isolation ."
+    )
+
+
+def _version() -> str:
+    ns: dict[str, str] = {}
+    exec((PKG_DIR / "_version.py").read_text(), ns)
+    return ns["__version__"]
+
+
+def _find_go() -> str:
+    go = shutil.which("go")
+    if go is None and Path("/usr/local/go/bin/go").exists():
+        go = "/usr/local/go/bin/go"
+    if go is None:
+        sys.exit(
+            "torch_hccl_go: the Go toolchain ('go') is not on PATH; it is needed to build libhccl_go.so.\n"
+            "Install Go (https://go.dev/dl/) or set HCCL_GO_PREBUILT_LIB to an already built libhccl_go.so."
+        )
+    return go
+
+
+_go_library_built = False
+
+
+def build_go_library() -> Path:
+    """Builds (or copies) libhccl_go.so into python/torch_hccl_go/lib/, once per run."""
+    global _go_library_built
+    out = LIB_DIR / LIB_NAME
+    if _go_library_built:
+        return out
+    LIB_DIR.mkdir(exist_ok=True)
+    prebuilt = os.environ.get("HCCL_GO_PREBUILT_LIB")
+    if prebuilt:
+        print(f"torch_hccl_go: using the prebuilt {prebuilt}", flush=True)
+        shutil.copy2(prebuilt, out)
+    else:
+        cmd = [
+            _find_go(),
+            "build",
+            "-buildmode=c-shared",
+            "-trimpath",
+            f"-ldflags=-extldflags=-Wl,-soname,{LIB_NAME}",
+            "-o",
+            str(out),
+            "./export",
+        ]
+        print("torch_hccl_go: " + " ".join(cmd), flush=True)
+        try:
+            subprocess.run(cmd, cwd=ROOT, env=dict(os.environ, CGO_ENABLED="1"), check=True)
+        except subprocess.CalledProcessError as e:
+            sys.exit(f"torch_hccl_go: building libhccl_go.so failed (go build exited with {e.returncode})")
+        # go build writes its own header beside the library; include/hccl_go.h is the API.
+        (LIB_DIR / "libhccl_go.h").unlink(missing_ok=True)
+    # The extension only works with the torch it was compiled against.
+    (LIB_DIR / "build_info.json").write_text(json.dumps({"torch_version": torch.__version__}) + "\n")
+    _go_library_built = True
+    return out
+
+
+class BuildPy(build_py):
+    """Builds the Go library first, so that package data picks it up."""
+
+    def run(self) -> None:
+        build_go_library()
+        super().run()
+
+
+class BuildExt(BuildExtension):
+    """Builds the Go library, the extension against it, and ships both."""
+
+    def run(self) -> None:
+        lib = build_go_library()
+        super().run()
+        if not self.inplace and not getattr(self, "editable_mode", False):
+            dest = Path(self.build_lib) / "torch_hccl_go" / "lib"
+            dest.mkdir(parents=True, exist_ok=True)
+            for f in (lib, LIB_DIR / "build_info.json"):
+                shutil.copy2(f, dest / f.name)
+
+
+extension = CppExtension(
+    name="torch_hccl_go._C",
+    sources=sorted(str(p.relative_to(ROOT)) for p in (PKG_DIR / "csrc").glob("*.cpp")),
+    include_dirs=[str(ROOT / "include"), str(PKG_DIR / "csrc")],
+    library_dirs=[str(LIB_DIR)],
+    libraries=["hccl_go"],
+    # -g0 overrides the -g of Python's CFLAGS: debug info triples compile time.
+    extra_compile_args={"cxx": ["-O2", "-g0", "-fvisibility=hidden", "-Wall", "-Wno-unused-parameter"]},
+    # The extension sits in torch_hccl_go/, the library in torch_hccl_go/lib/.
+    extra_link_args=["-Wl,-rpath,$ORIGIN/lib"],
+)
+
+setup(
+    name="torch_hccl_go",
+    version=_version(),
+    description="hccl_go: a collective-communication backend for torch.distributed, written in Go",
+    package_dir={"": "python"},
+    packages=find_packages("python"),
+    package_data={"torch_hccl_go": ["lib/*.so", "lib/*.json"]},
+    ext_modules=[extension],
+    cmdclass={"build_py": BuildPy, "build_ext": BuildExt.with_options(use_ninja=True)},
+    python_requires=">=3.9",
+    install_requires=["torch>=2.6"],
+    zip_safe=False,
+)
