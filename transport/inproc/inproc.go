@@ -70,7 +70,7 @@ func (e *Endpoint) Send(ctx context.Context, peer int, tag transport.Tag, data [
 		if dst := in.Acquire(0, len(data), nil); dst != nil {
 			copy(dst, data)
 		}
-		in.Release(len(data), nil)
+		in.Release(0, len(data), nil)
 	}
 	return nil
 }

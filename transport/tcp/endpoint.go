@@ -87,7 +87,7 @@ func (e *Endpoint) sendSelf(tag transport.Tag, data []byte) error {
 		if dst := in.Acquire(0, len(data), nil); dst != nil {
 			copy(dst, data)
 		}
-		in.Release(len(data), nil)
+		in.Release(0, len(data), nil)
 	}
 	return nil
 }

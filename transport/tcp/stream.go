@@ -176,7 +176,7 @@ func (s *stream) land(in *match.Incoming, off, cnt int) error {
 		} else {
 			n, err = s.discard(cnt)
 		}
-		in.Release(n, s)
+		in.Release(off, n, s)
 		off += n
 		cnt -= n
 		if err != nil && !errors.Is(err, errInterrupted) {

@@ -7,7 +7,8 @@
 // lands its bytes through the returned Incoming (Acquire/Release), possibly in
 // several pieces and from several goroutines. When a Recv is already posted,
 // the bytes land directly in its buffer; otherwise in storage owned by the
-// Incoming, copied out when a Recv claims it.
+// Incoming. A Recv that claims a message still arriving in order takes over:
+// the bytes so far are copied once and the rest lands in its buffer.
 package match
 
 import (
@@ -19,9 +20,9 @@ import (
 )
 
 // Interrupter stops a goroutine that is landing bytes into an Incoming, so
-// that a Recv giving up (timeout, failure) can return without anyone writing
-// into its buffer afterwards. A writer that is interrupted must Release what
-// it landed and Acquire again for the rest.
+// that a Recv giving up (timeout, failure) or taking over can proceed without
+// racing with it. An interrupted writer Releases what it landed and Acquires
+// again for the rest.
 type Interrupter interface {
 	Interrupt()
 }
@@ -42,13 +43,18 @@ type queue struct {
 // concurrent use.
 type Box struct {
 	rank, size int
+	store      storagePool
 
 	mu      sync.Mutex
-	idle    *sync.Cond // signalled when a detached Incoming loses its last writer
+	idle    *sync.Cond // broadcast when a detached or switching Incoming loses its last writer
 	queues  map[key]*queue
 	landing map[*Incoming]struct{} // messages whose bytes are still arriving
 	closed  bool
 	peerErr []error // why each peer's link failed; nil while healthy
+
+	// Free lists, so that steady small-message traffic does not allocate.
+	freeReqs   []*request
+	freeQueues []*queue
 }
 
 // NewBox returns the matcher of rank in a communicator of size ranks.
@@ -78,6 +84,8 @@ func (b *Box) Arrive(peer int, tag transport.Tag, n int) (*Incoming, error) {
 		return nil, err
 	}
 	in := &Incoming{box: b, peer: peer, n: n}
+	in.active = in.activeArr[:0]
+	in.spans = in.spanArr[:0]
 	k := key{peer, tag}
 	q := b.queues[k]
 	if q != nil && len(q.posted) > 0 {
@@ -87,19 +95,16 @@ func (b *Box) Arrive(peer int, tag transport.Tag, n int) (*Incoming, error) {
 		b.dropIfEmpty(k, q)
 		if len(req.buf) != n {
 			// The message is consumed by the failed Recv; its bytes are discarded.
-			req.fire(fmt.Errorf("recv from rank %d tag %#x: got %d bytes, want %d: %w",
-				peer, uint64(tag), n, len(req.buf), transport.ErrSizeMismatch))
+			req.fire(mismatch(peer, tag, n, len(req.buf)))
 		} else {
-			in.req = req
-			in.target = req.buf
-			req.in = in
+			in.bind(req)
 		}
 	} else {
-		in.target = make([]byte, n)
+		in.store = b.store.get(n)
+		in.target = (*in.store)[:n]
 		in.own = true
 		if q == nil {
-			q = &queue{}
-			b.queues[k] = q
+			q = b.newQueue(k)
 		}
 		q.arrived = append(q.arrived, in)
 	}
@@ -118,8 +123,8 @@ func (b *Box) Recv(ctx context.Context, peer int, tag transport.Tag, buf []byte)
 		return fmt.Errorf("recv from rank %d tag %#x: %w", peer, uint64(tag), err)
 	}
 	b.mu.Lock()
+	defer b.mu.Unlock()
 	if b.closed {
-		b.mu.Unlock()
 		return transport.ErrClosed
 	}
 	k := key{peer, tag}
@@ -129,29 +134,110 @@ func (b *Box) Recv(ctx context.Context, peer int, tag transport.Tag, buf []byte)
 		q.arrived[0] = nil
 		q.arrived = q.arrived[1:]
 		b.dropIfEmpty(k, q)
-		return b.claimArrived(ctx, in, tag, buf) // unlocks
+		return b.claim(ctx, in, tag, buf)
 	}
 	if err := b.peerErr[peer]; err != nil {
-		b.mu.Unlock()
 		return err
 	}
-	req := &request{buf: buf, done: make(chan struct{}, 1)}
+	req := b.newRequest(buf)
 	if q == nil {
-		q = &queue{}
-		b.queues[k] = q
+		q = b.newQueue(k)
 	}
 	q.posted = append(q.posted, req)
-	b.mu.Unlock()
+	return b.await(ctx, k, req)
+}
 
+// claim hands a message that arrived before its Recv to that Recv. Called
+// with b.mu held.
+func (b *Box) claim(ctx context.Context, in *Incoming, tag transport.Tag, buf []byte) error {
+	switch {
+	case in.n != len(buf):
+		in.target = nil // discard whatever is still to come
+		in.store = nil  // a writer may still hold it: leave it to the GC
+		return mismatch(in.peer, tag, in.n, len(buf))
+	case in.complete:
+		b.copyOut(in, buf)
+		return nil
+	case in.failed != nil:
+		return in.failed
+	case !in.spansLost:
+		// Copy what landed, let the rest land in buf.
+		req := b.newRequest(buf)
+		if b.switchTarget(in, req) {
+			b.freeRequest(req)
+			return nil
+		}
+		return b.await(ctx, key{in.peer, tag}, req)
+	}
+	// Landed in too many pieces to track: wait for its last byte.
+	req := b.newRequest(nil)
+	in.waiter = req
+	if err := b.await(ctx, key{in.peer, tag}, req); err != nil {
+		in.waiter = nil
+		in.target = nil // the message is lost with the abandoned Recv
+		in.store = nil
+		return err
+	}
+	b.copyOut(in, buf)
+	return nil
+}
+
+// copyOut copies a complete message from its own storage into buf and
+// recycles the storage. Called with b.mu held; nobody writes the storage
+// any more.
+func (b *Box) copyOut(in *Incoming, buf []byte) {
+	copy(buf, in.target)
+	in.target = nil
+	b.store.put(in.store)
+	in.store = nil
+}
+
+// switchTarget makes the rest of in land in req's buffer, after copying the
+// bytes landed so far (the spans it tracked). It reports true when
+// the message turned out complete (all of it copied): req is then not bound
+// and the Recv is done. Called with b.mu held.
+func (b *Box) switchTarget(in *Incoming, req *request) bool {
+	in.switching = true
+	for in.writers > 0 {
+		in.interruptWriters()
+		b.idle.Wait()
+	}
+	// The last writer may have completed the message meanwhile.
+	old, store := in.target, in.store
+	b.mu.Unlock()
+	for _, s := range in.spans { // no writer can touch either buffer or spans now
+		copy(req.buf[s.from:s.to], old[s.from:s.to])
+	}
+	b.mu.Lock()
+	in.switching = false
+	in.own = false
+	in.store = nil
+	in.target = nil
+	b.store.put(store)
+	b.idle.Broadcast()
+	switch {
+	case in.complete:
+		return true
+	case in.failed != nil:
+		req.fire(in.failed)
+	default:
+		in.bind(req)
+	}
+	return false
+}
+
+// await waits, with b.mu held (released meanwhile), until req is answered
+// or ctx is done, then recycles req.
+func (b *Box) await(ctx context.Context, k key, req *request) error {
+	b.mu.Unlock()
 	var ctxErr error
 	select {
 	case <-req.done:
 	case <-ctx.Done():
 		ctxErr = ctx.Err()
 	}
-
 	b.mu.Lock()
-	defer b.mu.Unlock()
+	defer b.freeRequest(req)
 	if !req.fired {
 		// Gave up first: unpost, or detach from the message landing in buf.
 		if req.in == nil {
@@ -159,49 +245,12 @@ func (b *Box) Recv(ctx context.Context, peer int, tag transport.Tag, buf []byte)
 		} else {
 			b.detach(req.in)
 		}
-		return fmt.Errorf("recv from rank %d tag %#x: %w", peer, uint64(tag), ctxErr)
+		return fmt.Errorf("recv from rank %d tag %#x: %w", k.peer, uint64(k.tag), ctxErr)
 	}
 	if req.err != nil && req.in != nil {
 		b.detach(req.in)
 	}
 	return req.err
-}
-
-// claimArrived hands a message that arrived before its Recv to that Recv.
-// Called with b.mu held; returns with it released.
-func (b *Box) claimArrived(ctx context.Context, in *Incoming, tag transport.Tag, buf []byte) error {
-	if in.n != len(buf) {
-		in.target = nil // discard whatever is still to come
-		b.mu.Unlock()
-		return fmt.Errorf("recv from rank %d tag %#x: got %d bytes, want %d: %w",
-			in.peer, uint64(tag), in.n, len(buf), transport.ErrSizeMismatch)
-	}
-	if !in.complete && in.failed == nil {
-		// Still landing: wait for its last byte.
-		req := &request{done: make(chan struct{}, 1)}
-		in.waiter = req
-		b.mu.Unlock()
-		select {
-		case <-req.done:
-		case <-ctx.Done():
-		}
-		b.mu.Lock()
-		if !req.fired {
-			in.waiter = nil
-			in.target = nil // the message is lost with the abandoned Recv
-			b.mu.Unlock()
-			return fmt.Errorf("recv from rank %d tag %#x: %w", in.peer, uint64(tag), ctx.Err())
-		}
-	}
-	if in.failed != nil {
-		b.mu.Unlock()
-		return in.failed
-	}
-	data := in.target
-	in.target = nil
-	b.mu.Unlock()
-	copy(buf, data) // complete: nobody writes data any more
-	return nil
 }
 
 // FailPeer marks the link to peer as broken: receives from it that are
@@ -217,13 +266,6 @@ func (b *Box) FailPeer(peer int, cause error) {
 	err := &transport.PeerError{Peer: peer, Op: "recv", Err: cause}
 	b.peerErr[peer] = err
 	b.failWhere(func(p int) bool { return p == peer }, err)
-}
-
-// PeerErr reports why the link to peer failed, or nil.
-func (b *Box) PeerErr(peer int) error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.peerErr[peer]
 }
 
 // Close fails every waiting and later operation with transport.ErrClosed.
@@ -256,7 +298,7 @@ func (b *Box) failWhere(match func(peer int) bool, err error) {
 		for _, req := range q.posted {
 			req.fire(err)
 		}
-		q.posted = nil
+		q.posted = q.posted[:0]
 		kept := q.arrived[:0]
 		for _, in := range q.arrived {
 			if in.complete {
@@ -288,11 +330,7 @@ func (b *Box) detach(in *Incoming) {
 	in.target = nil
 	in.req = nil
 	for in.writers > 0 {
-		for _, w := range in.active {
-			if w != nil {
-				w.Interrupt()
-			}
-		}
+		in.interruptWriters()
 		b.idle.Wait()
 	}
 }
@@ -304,11 +342,25 @@ func (b *Box) unpost(k key, req *request) {
 	}
 	for i, r := range q.posted {
 		if r == req {
-			q.posted = append(q.posted[:i], q.posted[i+1:]...)
+			copy(q.posted[i:], q.posted[i+1:])
+			q.posted[len(q.posted)-1] = nil
+			q.posted = q.posted[:len(q.posted)-1]
 			break
 		}
 	}
 	b.dropIfEmpty(k, q)
+}
+
+func (b *Box) newQueue(k key) *queue {
+	var q *queue
+	if n := len(b.freeQueues); n > 0 {
+		q = b.freeQueues[n-1]
+		b.freeQueues = b.freeQueues[:n-1]
+	} else {
+		q = &queue{}
+	}
+	b.queues[k] = q
+	return q
 }
 
 // dropIfEmpty forgets an empty queue, since tags are sequence numbers and
@@ -316,7 +368,40 @@ func (b *Box) unpost(k key, req *request) {
 func (b *Box) dropIfEmpty(k key, q *queue) {
 	if len(q.arrived) == 0 && len(q.posted) == 0 {
 		delete(b.queues, k)
+		q.arrived, q.posted = q.arrived[:0], q.posted[:0]
+		b.freeQueues = append(b.freeQueues, q)
 	}
+}
+
+// maxFree bounds the free lists.
+const maxFree = 64
+
+func (b *Box) newRequest(buf []byte) *request {
+	if n := len(b.freeReqs); n > 0 {
+		r := b.freeReqs[n-1]
+		b.freeReqs = b.freeReqs[:n-1]
+		r.buf = buf
+		return r
+	}
+	return &request{buf: buf, done: make(chan struct{}, 1)}
+}
+
+// freeRequest recycles a request whose Recv is returning: nothing refers to
+// it any more (fire, bind and detach drop the references).
+func (b *Box) freeRequest(r *request) {
+	select {
+	case <-r.done: // fired after the Recv gave up
+	default:
+	}
+	*r = request{done: r.done}
+	if len(b.freeReqs) < maxFree {
+		b.freeReqs = append(b.freeReqs, r)
+	}
+}
+
+func mismatch(peer int, tag transport.Tag, got, want int) error {
+	return fmt.Errorf("recv from rank %d tag %#x: got %d bytes, want %d: %w",
+		peer, uint64(tag), got, want, transport.ErrSizeMismatch)
 }
 
 // request is one waiting Recv.

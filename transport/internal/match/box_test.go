@@ -35,9 +35,9 @@ func TestLandsInPostedBuffer(t *testing.T) {
 	dst := in.Acquire(0, 2, nil)
 	require.Len(t, dst, 2)
 	copy(dst, "ab")
-	in.Release(2, nil)
+	in.Release(0, 2, nil)
 	copy(in.Acquire(2, 2, nil), "cd")
-	in.Release(2, nil)
+	in.Release(2, 2, nil)
 	require.NoError(t, <-done)
 	assert.Equal(t, "abcd", string(buf))
 }
@@ -70,11 +70,11 @@ func TestGiveUpWaitsForWriter(t *testing.T) {
 	case <-time.After(10 * time.Millisecond):
 	}
 	dst[0] = 'x' // still allowed: not released yet
-	in.Release(1, w)
+	in.Release(0, 1, w)
 	require.ErrorIs(t, <-done, context.Canceled)
 	assert.Equal(t, byte('x'), buf[0])
 	assert.Nil(t, in.Acquire(1, 7, nil), "rest is discarded")
-	in.Release(7, nil)
+	in.Release(1, 7, nil)
 }
 
 func TestUnexpectedThenRecv(t *testing.T) {
@@ -86,10 +86,10 @@ func TestUnexpectedThenRecv(t *testing.T) {
 	buf := make([]byte, 3)
 	go func() { done <- b.Recv(context.Background(), 1, 1, buf) }()
 	copy(in.Acquire(0, 1, nil), "a")
-	in.Release(1, nil)
+	in.Release(0, 1, nil)
 	time.Sleep(5 * time.Millisecond)
 	copy(in.Acquire(1, 2, nil), "bc")
-	in.Release(2, nil)
+	in.Release(1, 2, nil)
 	require.NoError(t, <-done)
 	assert.Equal(t, "abc", string(buf))
 }
@@ -100,7 +100,7 @@ func TestFailPeer(t *testing.T) {
 	in, err := b.Arrive(1, 1, 1)
 	require.NoError(t, err)
 	copy(in.Acquire(0, 1, nil), "k")
-	in.Release(1, nil)
+	in.Release(0, 1, nil)
 	_, err = b.Arrive(1, 2, 5) // incomplete
 	require.NoError(t, err)
 	pending := make(chan error, 1)
@@ -133,7 +133,7 @@ func TestQueuesDoNotAccumulate(t *testing.T) {
 		in, err := b.Arrive(1, tag, 1)
 		require.NoError(t, err)
 		in.Acquire(0, 1, nil)
-		in.Release(1, nil)
+		in.Release(0, 1, nil)
 		require.NoError(t, b.Recv(ctx, 1, tag, make([]byte, 1)))
 		short, cancel := context.WithTimeout(ctx, time.Microsecond)
 		_ = b.Recv(short, 1, tag+5000, make([]byte, 1))
@@ -155,4 +155,44 @@ func TestCloseFailsEverything(t *testing.T) {
 	_, err := b.Arrive(1, 1, 1)
 	require.ErrorIs(t, err, transport.ErrClosed)
 	require.ErrorIs(t, b.Recv(context.Background(), 1, 1, nil), transport.ErrClosed)
+}
+
+// TestLateRecvTakesOverStripedMessage: a Recv that claims a message landing
+// in several pieces copies the pieces so far and receives the rest in place.
+func TestLateRecvTakesOverStripedMessage(t *testing.T) {
+	b := NewBox(0, 2)
+	in, err := b.Arrive(1, 1, 12)
+	require.NoError(t, err)
+	land := func(off int, s string) {
+		copy(in.Acquire(off, len(s), nil), s)
+		in.Release(off, len(s), nil)
+	}
+	land(0, "ab")
+	land(8, "ij")
+	land(2, "cd")
+	buf := make([]byte, 12)
+	done := make(chan error, 1)
+	go func() { done <- b.Recv(context.Background(), 1, 1, buf) }()
+	require.Eventually(t, func() bool {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		return in.req != nil
+	}, time.Second, time.Millisecond)
+	dst := in.Acquire(4, 4, nil)
+	copy(dst, "efgh")
+	in.Release(4, 4, nil)
+	land(10, "kl")
+	require.NoError(t, <-done)
+	assert.Equal(t, "abcdefghijkl", string(buf))
+}
+
+func TestAddSpanMerges(t *testing.T) {
+	in := &Incoming{}
+	for _, s := range []span{{10, 20}, {0, 5}, {30, 40}, {5, 10}, {20, 30}} {
+		in.addSpan(s)
+	}
+	assert.Equal(t, []span{{0, 40}}, in.spans)
+	in.addSpan(span{50, 60})
+	in.addSpan(span{45, 50})
+	assert.Equal(t, []span{{0, 40}, {45, 60}}, in.spans)
 }

@@ -1,0 +1,84 @@
+package tcp
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/hccl-go/hccl-go/transport"
+)
+
+// BenchmarkTCPSendRecv measures loopback links: one-way throughput of large
+// messages (receiver posted, so bodies land in place) and the round trip of
+// small messages.
+func BenchmarkTCPSendRecv(b *testing.B) {
+	for _, streams := range []int{1, 2, 4} {
+		for _, size := range []int{64 << 10, 1 << 20, 16 << 20} {
+			b.Run(fmt.Sprintf("oneway/streams=%d/%dKiB", streams, size>>10), func(b *testing.B) {
+				benchOneWay(b, connectAll(b, 2, Config{StreamsPerPeer: streams}), size)
+			})
+		}
+	}
+	for _, size := range []int{8, 1024} {
+		b.Run(fmt.Sprintf("pingpong/%dB", size), func(b *testing.B) {
+			benchPingPong(b, connectAll(b, 2, Config{}), size)
+		})
+	}
+}
+
+func benchOneWay(b *testing.B, eps []transport.Endpoint, size int) {
+	ctx := context.Background()
+	src, dst := make([]byte, size), make([]byte, size)
+	b.SetBytes(int64(size))
+	b.ResetTimer()
+	done := make(chan error, 1)
+	go func() {
+		for range b.N {
+			if err := eps[1].Recv(ctx, 0, 1, dst); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	for range b.N {
+		if err := eps[0].Send(ctx, 1, 1, src); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := <-done; err != nil {
+		b.Fatal(err)
+	}
+}
+
+func benchPingPong(b *testing.B, eps []transport.Endpoint, size int) {
+	ctx := context.Background()
+	ping, pong := make([]byte, size), make([]byte, size)
+	done := make(chan error, 1)
+	b.ReportAllocs()
+	b.ResetTimer()
+	go func() {
+		for range b.N {
+			if err := eps[1].Recv(ctx, 0, 1, pong); err != nil {
+				done <- err
+				return
+			}
+			if err := eps[1].Send(ctx, 0, 1, pong); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	for range b.N {
+		if err := eps[0].Send(ctx, 1, 1, ping); err != nil {
+			b.Fatal(err)
+		}
+		if err := eps[0].Recv(ctx, 1, 1, ping); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := <-done; err != nil {
+		b.Fatal(err)
+	}
+}
