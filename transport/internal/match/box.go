@@ -55,6 +55,7 @@ type Box struct {
 	// Free lists, so that steady small-message traffic does not allocate.
 	freeReqs   []*request
 	freeQueues []*queue
+	freeIns    []*Incoming
 }
 
 // NewBox returns the matcher of rank in a communicator of size ranks.
@@ -83,15 +84,11 @@ func (b *Box) Arrive(peer int, tag transport.Tag, n int) (*Incoming, error) {
 	if err := b.peerErr[peer]; err != nil {
 		return nil, err
 	}
-	in := &Incoming{box: b, peer: peer, n: n}
-	in.active = in.activeArr[:0]
-	in.spans = in.spanArr[:0]
+	in := b.newIncoming(peer, n)
 	k := key{peer, tag}
 	q := b.queues[k]
 	if q != nil && len(q.posted) > 0 {
-		req := q.posted[0]
-		q.posted[0] = nil
-		q.posted = q.posted[1:]
+		req := popFront(&q.posted)
 		b.dropIfEmpty(k, q)
 		if len(req.buf) != n {
 			// The message is consumed by the failed Recv; its bytes are discarded.
@@ -130,9 +127,7 @@ func (b *Box) Recv(ctx context.Context, peer int, tag transport.Tag, buf []byte)
 	k := key{peer, tag}
 	q := b.queues[k]
 	if q != nil && len(q.arrived) > 0 {
-		in := q.arrived[0]
-		q.arrived[0] = nil
-		q.arrived = q.arrived[1:]
+		in := popFront(&q.arrived)
 		b.dropIfEmpty(k, q)
 		return b.claim(ctx, in, tag, buf)
 	}
@@ -187,9 +182,8 @@ func (b *Box) claim(ctx context.Context, in *Incoming, tag transport.Tag, buf []
 // any more.
 func (b *Box) copyOut(in *Incoming, buf []byte) {
 	copy(buf, in.target)
-	in.target = nil
 	b.store.put(in.store)
-	in.store = nil
+	b.freeIncoming(in)
 }
 
 // switchTarget makes the rest of in land in req's buffer, after copying the
@@ -397,6 +391,41 @@ func (b *Box) freeRequest(r *request) {
 	if len(b.freeReqs) < maxFree {
 		b.freeReqs = append(b.freeReqs, r)
 	}
+}
+
+func (b *Box) newIncoming(peer, n int) *Incoming {
+	var in *Incoming
+	if k := len(b.freeIns); k > 0 {
+		in = b.freeIns[k-1]
+		b.freeIns = b.freeIns[:k-1]
+	} else {
+		in = &Incoming{box: b}
+	}
+	in.peer, in.n = peer, n
+	in.active = in.activeArr[:0]
+	in.spans = in.spanArr[:0]
+	return in
+}
+
+// freeIncoming recycles a message that is complete and consumed: the
+// transport no longer touches it (every byte was released) and neither does
+// its Recv. Messages that fail or are abandoned are left to the GC instead.
+func (b *Box) freeIncoming(in *Incoming) {
+	if len(b.freeIns) < maxFree {
+		*in = Incoming{box: b}
+		b.freeIns = append(b.freeIns, in)
+	}
+}
+
+// popFront removes the first element of a queue, keeping the capacity for
+// reuse.
+func popFront[T any](s *[]*T) *T {
+	q := *s
+	v := q[0]
+	copy(q, q[1:])
+	q[len(q)-1] = nil
+	*s = q[:len(q)-1]
+	return v
 }
 
 func mismatch(peer int, tag transport.Tag, got, want int) error {

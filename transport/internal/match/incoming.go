@@ -73,12 +73,17 @@ func (in *Incoming) Release(off, cnt int, w Interrupter) {
 	if cnt > 0 && !in.spansLost {
 		in.addSpan(span{off, off + cnt})
 	}
-	if in.landed == in.n && in.failed == nil && !in.complete {
-		in.finish()
-		delete(b.landing, in)
-	}
 	if in.writers == 0 && (in.target == nil || in.switching) {
 		b.idle.Broadcast()
+	}
+	if in.landed == in.n && in.failed == nil && !in.complete {
+		bound := in.req != nil
+		in.finish()
+		delete(b.landing, in)
+		if bound {
+			// Landed in its Recv's buffer: nobody needs it any more.
+			b.freeIncoming(in)
+		}
 	}
 }
 
