@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"github.com/hccl-go/hccl-go/transport"
-	"github.com/hccl-go/hccl-go/transport/internal/match"
 )
 
 // useCMA reports whether a message of n bytes to l goes single-copy.
@@ -14,4 +13,4 @@ func (e *Endpoint) sendCMA(ctx context.Context, l *link, tag transport.Tag, data
 	return false, nil
 }
 
-func (e *Endpoint) recvCMA(l *link, s []byte, in *match.Incoming, n int) {}
+func (e *Endpoint) recvCMA(l *link, s []byte, m *landing) {}

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/hccl-go/hccl-go/transport"
-	"github.com/hccl-go/hccl-go/transport/internal/match"
 )
 
 // Endpoint is one rank's shared-memory links to the other ranks of its host.
@@ -25,9 +24,20 @@ type Endpoint struct {
 
 	own   *segment
 	hdr   header
-	links []*link    // by global rank; nil for self and for ranks on other hosts
-	local []*link    // the non-nil entries of links
-	box   *match.Box // pairs arrived messages with receives
+	links []*link // by global rank; nil for self and for ranks on other hosts
+	local []*link // the non-nil entries of links
+
+	// token is held by whoever drains the inbox rings: a receiving
+	// goroutine while it polls, or the reader goroutine.
+	token   sync.Mutex
+	pollers atomic.Int32 // receiving goroutines polling right now
+
+	// mu guards the matcher (see match_linux.go).
+	mu          sync.Mutex
+	queues      map[key]*queue
+	landings    map[*landing]struct{}
+	peerErr     []error // why each peer's link failed, for receives
+	matchClosed bool
 
 	// life guards the mappings: operations that touch shared memory hold it
 	// for reading; Close takes it for writing before unmapping.
@@ -37,7 +47,7 @@ type Endpoint struct {
 	closeOnce sync.Once
 	closeErr  error
 
-	recvPosts     atomic.Uint64 // bumped by every Recv, so the reader spins again
+	readerWake    chan struct{} // capacity 1: a receiver stopped polling
 	readerStarted atomic.Bool
 	readerDone    chan struct{}
 
@@ -116,8 +126,11 @@ func connect(ctx context.Context, rank int, peers []int, size int, jobID string,
 		geom:       geometry{nLocal: len(local), slots: cfg.Slots, slotSize: cfg.SlotSize},
 		pidNS:      pidNS,
 		links:      make([]*link, size),
-		box:        match.NewBox(rank, size),
+		queues:     make(map[key]*queue),
+		landings:   make(map[*landing]struct{}),
+		peerErr:    make([]error, size),
 		closedCh:   make(chan struct{}),
+		readerWake: make(chan struct{}, 1),
 		readerDone: make(chan struct{}),
 	}
 	if err := e.setup(ctx, jobID, local); err != nil {
@@ -298,10 +311,16 @@ func (e *Endpoint) Close() error {
 		e.hdr.closed().Store(1)
 		e.hdr.bell().Add(1)
 		futexWakeAll(e.hdr.bell()) // our reader
+		select {
+		case e.readerWake <- struct{}{}:
+		default:
+		}
 		for _, l := range e.local {
 			futexWakeAll(l.out.r.spaceSeq()) // our senders sleeping on a full ring
 		}
-		e.box.Close()
+		e.mu.Lock()
+		e.closeMatcher()
+		e.mu.Unlock()
 		if e.readerStarted.Load() {
 			<-e.readerDone
 		}

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -134,7 +135,25 @@ func helperSurvivor(ctx context.Context, e *Endpoint) error {
 type helperProc struct {
 	cmd   *exec.Cmd
 	lines chan string
-	errb  *bytes.Buffer
+	errb  *syncBuffer
+}
+
+// syncBuffer collects a helper's stderr while tests may read it.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 // startHelper runs this test binary as rank of job in role.
@@ -145,7 +164,7 @@ func startHelper(t testing.TB, role, job, dir string, rank int, extraEnv ...stri
 	cmd.Env = append(cmd.Env, extraEnv...)
 	out, err := cmd.StdoutPipe()
 	require.NoError(t, err)
-	h := &helperProc{cmd: cmd, lines: make(chan string, 100), errb: &bytes.Buffer{}}
+	h := &helperProc{cmd: cmd, lines: make(chan string, 100), errb: &syncBuffer{}}
 	cmd.Stderr = h.errb
 	require.NoError(t, cmd.Start())
 	go func() {

@@ -4,82 +4,92 @@ import (
 	"fmt"
 	"runtime"
 	"time"
+
+	"github.com/hccl-go/hccl-go/transport"
 )
 
-// readLoop is the reader goroutine: it drains every inbox ring into the
-// matcher and watches the peers. Like every waiter it spins, then yields,
-// then sleeps on the doorbell futex; senders ring the bell only when it
-// announced that it sleeps. A new Recv restarts the spinning, since its
-// message is probably on the way.
+// pollerCheck is how often the reader looks again while receivers drain the
+// rings themselves.
+const pollerCheck = time.Millisecond
+
+// readLoop is the reader goroutine: it drains the inbox rings when no
+// receiving goroutine does (messages nobody waits for yet, receives that
+// went to sleep), and watches the peers. It never spins: when there is
+// nothing to do it sleeps on the doorbell futex, which senders ring only
+// when it announced that it sleeps. While receivers poll, it stays off the
+// doorbell, so that senders make no system calls.
 func (e *Endpoint) readLoop() {
 	defer close(e.readerDone)
-	now := time.Now()
-	lastWork := now
-	nextCheck := now.Add(e.cfg.LivenessInterval)
-	posts := e.recvPosts.Load()
+	nextCheck := time.Now().Add(e.cfg.LivenessInterval)
+	timer := time.NewTimer(pollerCheck)
+	defer timer.Stop()
 	for !e.closed.Load() {
-		worked := e.pollAll()
-		now = time.Now()
-		if !now.Before(nextCheck) {
-			e.checkPeers(now)
+		now := time.Now()
+		check := !now.Before(nextCheck)
+		if check {
 			nextCheck = now.Add(e.cfg.LivenessInterval)
 		}
+		if e.pollers.Load() > 0 {
+			if check {
+				e.token.Lock()
+				e.checkPeers(now)
+				e.token.Unlock()
+			}
+			timer.Reset(pollerCheck)
+			select {
+			case <-e.readerWake:
+			case <-timer.C:
+			}
+			continue
+		}
+		e.token.Lock()
+		worked := e.pollAll()
+		if check {
+			e.checkPeers(now)
+		}
+		e.token.Unlock()
 		if worked {
-			lastWork = now
 			runtime.Gosched() // let a receiver we just completed run
 			continue
 		}
-		if p := e.recvPosts.Load(); p != posts {
-			posts, lastWork = p, now
-		}
-		idle := now.Sub(lastWork)
-		if idle < e.cfg.SpinTime {
-			continue
-		}
-		if idle < e.cfg.SpinTime+e.cfg.YieldTime {
-			runtime.Gosched()
-			continue
-		}
-		if e.sleep(nextCheck.Sub(now), posts) {
-			lastWork = time.Now()
-		}
+		e.sleep(time.Until(nextCheck))
 	}
 }
 
-// pollAll drains what is ready in every ring and reports whether anything
-// was.
-func (e *Endpoint) pollAll() bool {
-	worked := false
-	for _, l := range e.local {
-		if l.in.dead {
-			continue
-		}
-		n, err := e.pollRing(l, 16)
-		if err != nil {
-			e.failPeer(l, err)
-		}
-		worked = worked || n > 0
+// wakeReader makes the reader drain the rings again soon.
+func (e *Endpoint) wakeReader() {
+	select {
+	case e.readerWake <- struct{}{}:
+	default:
 	}
-	return worked
+	e.life.RLock()
+	defer e.life.RUnlock()
+	if !e.closed.Load() {
+		ringBell(e.hdr.waiters(), e.hdr.bell())
+	}
 }
 
-// sleep waits on the doorbell for at most d and reports whether it was rung
-// (or there is something to do at once).
-func (e *Endpoint) sleep(d time.Duration, posts uint64) bool {
+// sleep waits on the doorbell for at most d, unless there is work already.
+func (e *Endpoint) sleep(d time.Duration) {
 	bell, waiters := e.hdr.bell(), e.hdr.waiters()
 	v := bell.Load()
 	waiters.Store(1)
 	defer waiters.Store(0)
-	if e.anyReady() || e.closed.Load() || e.recvPosts.Load() != posts {
-		return true
+	if e.closed.Load() || e.pollers.Load() > 0 || !e.token.TryLock() {
+		return
+	}
+	ready := e.anyReady()
+	e.token.Unlock()
+	if ready {
+		return
 	}
 	// An error here is impossible for a live mapping; the loop would
 	// notice anything else on its next pass.
 	_ = futexWait(bell, v, d)
-	return bell.Load() != v
 }
 
-// anyReady reports whether a ring has a published slot.
+// anyReady reports whether a ring has a published slot. The caller holds
+// token.
 func (e *Endpoint) anyReady() bool {
 	for _, l := range e.local {
 		ir := l.in
@@ -91,7 +101,7 @@ func (e *Endpoint) anyReady() bool {
 }
 
 // checkPeers publishes our heartbeat and fails the links of peers that
-// closed, died, went silent or aborted their ring.
+// closed, died, went silent or aborted their ring. The caller holds token.
 func (e *Endpoint) checkPeers(now time.Time) {
 	e.hdr.heartbeat().Store(uint64(now.UnixNano()))
 	for _, l := range e.local {
@@ -127,11 +137,12 @@ func (e *Endpoint) heartbeatStale(l *link, now time.Time) bool {
 
 // failPeer declares the link to l dead: what l completed before is still
 // delivered, receives waiting on it and later ones fail, and so do sends.
+// The caller holds token.
 func (e *Endpoint) failPeer(l *link, cause error) {
 	if l.failed() != nil {
 		return
 	}
-	// Drain the messages the peer finished (bounded: a live but silent
+	// Deliver the messages the peer finished (bounded: a live but silent
 	// peer could otherwise keep us here).
 	for range 2 * l.in.r.slots {
 		if n, err := e.pollRing(l, 1); n == 0 || err != nil {
@@ -140,6 +151,9 @@ func (e *Endpoint) failPeer(l *link, cause error) {
 	}
 	l.failure.Store(&cause)
 	l.in.dead = true
-	e.box.FailPeer(l.rank, cause)
+	l.in.cur = nil
+	e.mu.Lock()
+	e.failPeerLocked(l.rank, &transport.PeerError{Peer: l.rank, Op: "recv", Err: cause})
+	e.mu.Unlock()
 	futexWakeAll(l.out.r.spaceSeq()) // our senders blocked on its full ring
 }

@@ -4,9 +4,10 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"runtime"
+	"time"
 
 	"github.com/hccl-go/hccl-go/transport"
-	"github.com/hccl-go/hccl-go/transport/internal/match"
 )
 
 // maxMessage bounds the length a peer may announce; anything larger is a
@@ -14,45 +15,114 @@ import (
 const maxMessage = 1 << 46
 
 // inRing is the receiving side of a peer's ring in our segment. Only the
-// reader goroutine touches it.
+// holder of Endpoint.token touches it.
 type inRing struct {
 	peer int
 	r    ring
-	pos  uint64 // position of the next slot to consume
-	cur  *inMsg // message whose continuation slots are still to come
-	dead bool   // the peer failed: stop reading
-}
-
-// inMsg is a message spanning several slots, partly received.
-type inMsg struct {
-	in     *match.Incoming // nil: discard the bytes
-	n, got int
+	pos  uint64   // position of the next slot to consume
+	cur  *landing // message whose continuation slots are still to come
+	dead bool     // the peer failed: stop reading
 }
 
 func newInRing(peer int, r ring) *inRing { return &inRing{peer: peer, r: r} }
 
-// Recv implements transport.Endpoint.
+// Recv implements transport.Endpoint. The calling goroutine drains the rings
+// itself while it spins, so a message that comes soon is received without
+// waking any other goroutine; after the spin and yield budget it sleeps and
+// leaves the draining to the reader goroutine.
 func (e *Endpoint) Recv(ctx context.Context, peer int, tag transport.Tag, buf []byte) error {
 	if err := e.checkPeer(peer); err != nil {
 		return fmt.Errorf("shm recv: %w", err)
 	}
-	e.kickReader()
-	return e.box.Recv(ctx, peer, tag, buf)
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("recv from rank %d tag %#x: %w", peer, uint64(tag), err)
+	}
+	e.mu.Lock()
+	r := e.post(peer, tag, buf)
+	e.mu.Unlock()
+	if err := e.awaitRecv(ctx, r); err != nil {
+		e.mu.Lock()
+		e.cancel(r, key{peer, tag}, fmt.Errorf("recv from rank %d tag %#x: %w", peer, uint64(tag), err))
+		e.mu.Unlock()
+	}
+	return r.err // final: done was set, or cancel set it
 }
 
-// kickReader makes the reader poll (and spin) again: a message for this
-// receive is probably on its way.
-func (e *Endpoint) kickReader() {
-	e.recvPosts.Add(1)
-	e.life.RLock()
-	defer e.life.RUnlock()
-	if !e.closed.Load() {
-		ringBell(e.hdr.waiters(), e.hdr.bell())
+// awaitRecv waits until r is done (nil) or ctx ends (its error).
+func (e *Endpoint) awaitRecv(ctx context.Context, r *request) error {
+	if r.done.Load() {
+		return nil
+	}
+	if err := e.pollFor(ctx, r); err != nil || r.done.Load() {
+		return err
+	}
+	e.wakeReader() // we stop draining: the reader takes over
+	e.mu.Lock()
+	if r.done.Load() {
+		e.mu.Unlock()
+		return nil
+	}
+	r.ch = make(chan struct{})
+	e.mu.Unlock()
+	select {
+	case <-r.ch:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
 
+// pollFor drains the rings until r is done or the spin and yield budget is
+// spent (nil error either way), or ctx ends.
+func (e *Endpoint) pollFor(ctx context.Context, r *request) error {
+	e.pollers.Add(1)
+	defer e.pollers.Add(-1)
+	start := time.Now()
+	spinEnd := e.cfg.SpinTime
+	yieldEnd := spinEnd + e.cfg.YieldTime
+	for {
+		if e.token.TryLock() {
+			e.pollAll()
+			e.token.Unlock()
+		}
+		if r.done.Load() {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		default:
+		}
+		elapsed := time.Since(start)
+		if elapsed >= yieldEnd {
+			return nil
+		}
+		if elapsed >= spinEnd {
+			runtime.Gosched()
+		}
+	}
+}
+
+// pollAll drains what is ready in every ring and reports whether anything
+// was. The caller holds token.
+func (e *Endpoint) pollAll() bool {
+	worked := false
+	for _, l := range e.local {
+		if l.in.dead {
+			continue
+		}
+		n, err := e.pollRing(l, 16)
+		if err != nil {
+			e.failPeer(l, err)
+		}
+		worked = worked || n > 0
+	}
+	return worked
+}
+
 // pollRing consumes up to max published slots of l's ring and returns how
-// many it consumed. An error means the ring holds garbage.
+// many it consumed. An error means the ring holds garbage. The caller holds
+// token.
 func (e *Endpoint) pollRing(l *link, max int) (int, error) {
 	ir := l.in
 	n := 0
@@ -76,8 +146,9 @@ func (e *Endpoint) consume(l *link, s []byte) error {
 	ir := l.in
 	if m := ir.cur; m != nil {
 		chunk := slotBody(s)[:min(ir.r.slotSize, m.n-m.got)]
-		land(m.in, m.got, chunk)
-		m.got += len(chunk)
+		e.mu.Lock()
+		e.landChunk(m, chunk)
+		e.mu.Unlock()
 		if m.got == m.n {
 			ir.cur = nil
 		}
@@ -89,36 +160,30 @@ func (e *Endpoint) consume(l *link, s []byte) error {
 	if n > maxMessage {
 		return fmt.Errorf("corrupt ring: message of %d bytes announced", n)
 	}
-	in, err := e.box.Arrive(ir.peer, tag, int(n))
-	if err != nil {
-		in = nil // endpoint closed or peer failed: drop the bytes
-	}
 	switch kind {
 	case kindEager:
+		e.mu.Lock()
+		m := e.arrive(ir.peer, tag, int(n))
+		var first []byte
 		if n <= inlineMax {
-			land(in, 0, s[sInline:sInline+n])
-			return nil
+			first = s[sInline : sInline+n]
+		} else {
+			first = slotBody(s)[:min(uint64(ir.r.slotSize), n)]
 		}
-		first := slotBody(s)[:min(uint64(ir.r.slotSize), n)]
-		land(in, 0, first)
-		if len(first) < int(n) {
-			ir.cur = &inMsg{in: in, n: int(n), got: len(first)}
+		if len(first) > 0 {
+			e.landChunk(m, first)
+		}
+		e.mu.Unlock()
+		if m.got < m.n {
+			ir.cur = m
 		}
 	case kindCMA:
-		e.recvCMA(l, s, in, int(n))
+		e.mu.Lock()
+		m := e.arrive(ir.peer, tag, int(n))
+		e.mu.Unlock()
+		e.recvCMA(l, s, m)
 	default:
 		return fmt.Errorf("corrupt ring: message kind %d", kind)
 	}
 	return nil
-}
-
-// land copies src to bytes [off, off+len(src)) of an arriving message.
-func land(in *match.Incoming, off int, src []byte) {
-	if in == nil || len(src) == 0 {
-		return
-	}
-	if dst := in.Acquire(off, len(src), nil); dst != nil {
-		copy(dst, src)
-	}
-	in.Release(len(src), nil)
 }
