@@ -1,0 +1,8 @@
+"""python -m torch_hccl_go.bench [options]"""
+
+import sys
+
+from .cli import main
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,149 @@
+"""Command line of `python -m torch_hccl_go.bench` and the settings every rank receives."""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+
+from .ops import DTYPES, REDOPS, SPECS, dtype_by_name, dtype_name
+from .sizes import DEFAULT_SIZES, parse_sizes
+
+
+@dataclass(frozen=True)
+class BenchConfig:
+    ops: tuple[str, ...]
+    sizes: tuple[int, ...]
+    dtypes: tuple[str, ...]  # canonical names ("float32"); torch dtypes do not pickle by name
+    redop: str
+    root: int
+    world_size: int
+    backends: tuple[str, ...]
+    warmup: int
+    iters: int | None  # None: adaptive, within max_time per size and backend
+    max_time: float
+    check: bool
+    threads: int
+    timeout: float
+    json_path: str | None
+    plot_path: str | None
+    progress: bool
+    argv: tuple[str, ...]  # for the report: how to reproduce it
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m torch_hccl_go.bench",
+        description="Time torch.distributed collectives on CPU tensors for several backends in one "
+        "run and print nccl-tests style tables. Launches --world-size ranks itself, or runs as one "
+        "rank under torchrun (RANK/WORLD_SIZE set).",
+    )
+    p.add_argument(
+        "--ops", default="all_reduce", help=f"comma list of {', '.join(SPECS)}, or 'all' (default all_reduce)"
+    )
+    p.add_argument(
+        "--sizes",
+        default=DEFAULT_SIZES,
+        help="start:stop[:factor] (factor 2 if omitted) and/or a comma list; units B, K/KiB, "
+        f"M/MiB, G/GiB, all binary (default {DEFAULT_SIZES})",
+    )
+    p.add_argument("--dtypes", default="float32", help=f"comma list of {', '.join(DTYPES)} (default float32)")
+    p.add_argument("--redop", default="sum", choices=sorted(REDOPS), help="reduction of reducing ops (default sum)")
+    p.add_argument("--root", type=int, default=0, help="root rank of broadcast and reduce (default 0)")
+    p.add_argument(
+        "-n", "--world-size", type=int, default=2, help="ranks to launch (default 2; ignored under torchrun)"
+    )
+    p.add_argument(
+        "--backends",
+        default="hccl_go,gloo",
+        help="comma list; the first is compared with each other one (default hccl_go,gloo)",
+    )
+    p.add_argument(
+        "--warmup",
+        type=int,
+        default=5,
+        help="untimed iterations per size and backend (default 5; adaptive mode stops early on "
+        "sizes where they would exceed a quarter of --max-time)",
+    )
+    p.add_argument(
+        "--iters",
+        default="auto",
+        help="timed iterations per size and backend, or 'auto' (default): as many as fit in "
+        "--max-time, in batches of about 10 ms, at least 3 batches",
+    )
+    p.add_argument(
+        "--max-time",
+        type=float,
+        default=1.0,
+        help="adaptive mode: seconds of timed iterations per size and backend (default 1.0)",
+    )
+    p.add_argument(
+        "--check",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="check every result once against a reference (default on)",
+    )
+    p.add_argument("--threads", type=int, default=1, help="torch.set_num_threads in each rank (default 1)")
+    p.add_argument(
+        "--timeout", type=float, default=300.0, help="seconds before a stuck collective fails the run (default 300)"
+    )
+    p.add_argument("--json", dest="json_path", metavar="PATH", help="write every figure to this JSON file")
+    p.add_argument(
+        "--plot",
+        dest="plot_path",
+        metavar="PATH.png",
+        help="draw busbw and latency against size per backend (needs matplotlib)",
+    )
+    p.add_argument(
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="progress bar on a terminal for sweeps longer than a few seconds (default on)",
+    )
+    return p
+
+
+def parse_args(argv: list[str]) -> BenchConfig:
+    parser = build_parser()
+    a = parser.parse_args(argv)
+    try:
+        ops = _split(a.ops)
+        if ops == ["all"]:
+            ops = list(SPECS)
+        for op in ops:
+            if op not in SPECS:
+                raise ValueError(f"unknown op {op!r}: want one of {', '.join(SPECS)}")
+        dtypes = [dtype_name(dtype_by_name(d)) for d in _split(a.dtypes)]
+        sizes = parse_sizes(a.sizes)
+        backends = _split(a.backends)
+        iters = None if a.iters == "auto" else int(a.iters)
+    except ValueError as e:
+        parser.error(str(e))
+    if not backends or len(set(backends)) != len(backends):
+        parser.error(f"--backends: want distinct names, got {a.backends!r}")
+    if a.world_size < 1 or a.threads < 1 or a.warmup < 0 or a.max_time <= 0 or (iters is not None and iters < 1):
+        parser.error("--world-size, --threads, --iters and --max-time must be positive, --warmup non-negative")
+    if a.root < 0:
+        parser.error("--root must be a rank")
+    return BenchConfig(
+        ops=tuple(ops),
+        sizes=tuple(sizes),
+        dtypes=tuple(dtypes),
+        redop=a.redop,
+        root=a.root,
+        world_size=a.world_size,
+        backends=tuple(backends),
+        warmup=a.warmup,
+        iters=iters,
+        max_time=a.max_time,
+        check=a.check,
+        threads=a.threads,
+        timeout=a.timeout,
+        json_path=a.json_path,
+        plot_path=a.plot_path,
+        progress=a.progress,
+        argv=tuple(argv),
+    )
+
+
+def _split(text: str) -> list[str]:
+    return [part.strip() for part in text.split(",") if part.strip()]

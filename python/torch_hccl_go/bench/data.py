@@ -1,0 +1,65 @@
+"""Buffers of one case: allocation, input pattern and the one-time check against the reference.
+
+Filling and checking walk the buffers in chunks so that a 512 MiB buffer never needs a
+second full-size temporary (the memory budget is 2 ranks x 2 backends x 512 MiB in 24 GiB).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from .ops import Case, input_values
+
+CHUNK = 1 << 22  # elements per step of fill/check
+
+
+@dataclass
+class Buffers:
+    input: torch.Tensor
+    output: torch.Tensor  # the same tensor as input for in-place ops
+
+
+def allocate(case: Case) -> Buffers:
+    spec = case.spec
+    inp = torch.empty(spec.input_count(case), dtype=case.dtype)
+    out = inp if spec.in_place else torch.empty(spec.output_count(case), dtype=case.dtype)
+    return Buffers(inp, out)
+
+
+def fill_input(case: Case, rank: int, buffers: Buffers) -> None:
+    """Writes v(rank, i) into the input; zeroes a separate output so stale data cannot pass the check."""
+    inp = buffers.input
+    for start in range(0, inp.numel(), CHUNK):
+        end = min(start + CHUNK, inp.numel())
+        inp[start:end] = input_values(rank, torch.arange(start, end)).to(case.dtype)
+    if buffers.output is not inp:
+        buffers.output.zero_()
+
+
+def count_wrong(case: Case, rank: int, buffers: Buffers) -> int:
+    """Elements of this rank's output that differ from the reference (0 where unchecked)."""
+    out = buffers.output
+    rtol = _tolerance(case)
+    wrong = 0
+    for start in range(0, out.numel(), CHUNK):
+        end = min(start + CHUNK, out.numel())
+        expected = case.spec.expect(case, rank, torch.arange(start, end))
+        if expected is None:
+            return 0
+        got = out[start:end]
+        if rtol == 0.0:
+            ok = got == expected
+        else:
+            ok = torch.isclose(got.to(torch.float64), expected.to(torch.float64), rtol=rtol, atol=0.0)
+        wrong += int((~ok).sum())
+    return wrong
+
+
+def _tolerance(case: Case) -> float:
+    """Relative tolerance. Sums, min and max of the small integer inputs are exact in every
+    dtype; prod and avg may round differently from the reference (which rounds once)."""
+    if case.redop in ("prod", "avg") and case.dtype.is_floating_point:
+        return 2 * torch.finfo(case.dtype).eps * case.world
+    return 0.0
