@@ -21,9 +21,15 @@ func BenchmarkTCPSendRecv(b *testing.B) {
 	}
 	for _, size := range []int{8, 1024} {
 		b.Run(fmt.Sprintf("pingpong/%dB", size), func(b *testing.B) {
-			benchPingPong(b, connectAll(b, 2, Config{}), size)
+			benchPingPong(b, context.Background(), connectAll(b, 2, Config{}), size)
 		})
 	}
+	// Collectives pass cancellable contexts: that path must stay cheap too.
+	b.Run("pingpong/8B/cancellable-ctx", func(b *testing.B) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		benchPingPong(b, ctx, connectAll(b, 2, Config{}), 8)
+	})
 }
 
 func benchOneWay(b *testing.B, eps []transport.Endpoint, size int) {
@@ -51,8 +57,7 @@ func benchOneWay(b *testing.B, eps []transport.Endpoint, size int) {
 	}
 }
 
-func benchPingPong(b *testing.B, eps []transport.Endpoint, size int) {
-	ctx := context.Background()
+func benchPingPong(b *testing.B, ctx context.Context, eps []transport.Endpoint, size int) {
 	ping, pong := make([]byte, size), make([]byte, size)
 	done := make(chan error, 1)
 	b.ReportAllocs()

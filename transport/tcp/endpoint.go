@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"time"
 
 	"github.com/hccl-go/hccl-go/transport"
 	"github.com/hccl-go/hccl-go/transport/internal/match"
@@ -101,13 +102,26 @@ func (e *Endpoint) Recv(ctx context.Context, peer int, tag transport.Tag, buf []
 	return e.box.Recv(ctx, peer, tag, buf)
 }
 
-// Close implements transport.Endpoint: it closes every connection, fails
+// byeTimeout bounds the goodbye Close sends to each peer.
+const byeTimeout = 100 * time.Millisecond
+
+// Close implements transport.Endpoint: it says goodbye to the peers (so
+// their errors read "peer closed its endpoint" rather than a reset), closes
+// every connection, fails
 // pending operations with transport.ErrClosed, and returns once every reader
 // goroutine has exited.
 func (e *Endpoint) Close() error {
 	e.closeOnce.Do(func() {
 		close(e.closing)
 		e.box.Close()
+		deadline := time.Now().Add(byeTimeout)
+		for _, l := range e.links {
+			if l != nil && !l.isDead() {
+				for _, s := range l.streams {
+					s.sayBye(deadline)
+				}
+			}
+		}
 		for _, l := range e.links {
 			if l != nil {
 				l.fail(transport.ErrClosed)

@@ -31,6 +31,10 @@ const headerSize = 40
 const (
 	frameStart = 1
 	frameData  = 2
+	// frameBye says the sender is closing its endpoint on purpose: the
+	// receiver reports an orderly close rather than a reset. All its other
+	// fields are zero.
+	frameBye = 3
 )
 
 // maxMessageBytes bounds the length a header may announce, so that a corrupt
@@ -99,6 +103,10 @@ func decodeHeader(b []byte, maxFrame int) (frameHeader, error) {
 	case frameData:
 		if h.FragLen == 0 || h.Offset == 0 {
 			return frameHeader{}, fmt.Errorf("%w: data frame of %d bytes at offset %d", errBadFrame, h.FragLen, h.Offset)
+		}
+	case frameBye:
+		if h != (frameHeader{Kind: frameBye}) {
+			return frameHeader{}, fmt.Errorf("%w: bye frame with nonzero fields", errBadFrame)
 		}
 	default:
 		return frameHeader{}, fmt.Errorf("%w: unknown kind %d", errBadFrame, h.Kind)

@@ -17,6 +17,9 @@ import (
 // longAgo is a deadline in the past: setting it wakes a blocked read or write.
 var longAgo = time.Unix(1, 0)
 
+// errPeerClosed is the cause of a link whose peer closed its endpoint.
+var errPeerClosed = errors.New("peer closed its endpoint")
+
 // errInterrupted reports a read cut short by Interrupt.
 var errInterrupted = errors.New("read interrupted")
 
@@ -96,37 +99,84 @@ func (s *stream) writeFrame(ctx context.Context, h frameHeader, body []byte) err
 	encodeHeader(s.hdr[:], h)
 	s.iov[0], s.iov[1] = s.hdr[:], body
 	s.wbufs = s.iov[:]
-
-	var stop func() bool
-	var fired chan struct{}
-	if ctx.Done() != nil {
-		fired = make(chan struct{})
-		stop = context.AfterFunc(ctx, func() {
-			_ = s.conn.SetWriteDeadline(longAgo)
-			close(fired)
-		})
-	}
-	n, err := s.wbufs.WriteTo(s.conn)
+	n, err := s.write(ctx)
 	s.iov[1] = nil // do not keep the caller's memory
-	if stop != nil && !stop() {
-		<-fired
-		_ = s.conn.SetWriteDeadline(time.Time{})
-		if err != nil && n == 0 && ctx.Err() != nil {
+	if err == nil {
+		return nil
+	}
+	if ctx.Err() != nil {
+		if n == 0 {
 			// Nothing written: the stream is intact, only this send is off.
 			return &sendCtxError{peer: s.link.peer, err: ctx.Err()}
 		}
-		if err != nil && ctx.Err() != nil {
-			err = fmt.Errorf("cancelled after %d of %d bytes of a frame: %w", n, headerSize+len(body), ctx.Err())
-		}
+		err = fmt.Errorf("cancelled after %d of %d bytes of a frame: %w", n, headerSize+len(body), ctx.Err())
 	}
-	if err != nil {
-		if s.link.ep.isClosing() {
-			return s.link.err("send")
-		}
-		s.link.fail(fmt.Errorf("write on stream %d: %w", s.index, err))
+	if s.link.ep.isClosing() {
 		return s.link.err("send")
 	}
-	return nil
+	s.link.fail(fmt.Errorf("write on stream %d: %w", s.index, err))
+	return s.link.err("send")
+}
+
+// fastWriteWindow is how long a write may block before it is made
+// cancellable by ctx (which costs a goroutine hand-off and allocations).
+const fastWriteWindow = time.Millisecond
+
+// write writes s.wbufs, stopping early if ctx ends. Almost every frame fits
+// in the socket buffer and goes out at once, so the cancellation machinery
+// is armed only when a first attempt, bounded by a short deadline, stalls.
+func (s *stream) write(ctx context.Context) (int64, error) {
+	if ctx.Done() == nil {
+		return s.wbufs.WriteTo(s.conn)
+	}
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	if err := s.conn.SetWriteDeadline(time.Now().Add(fastWriteWindow)); err != nil {
+		return 0, fmt.Errorf("set write deadline: %w", err)
+	}
+	n, err := s.wbufs.WriteTo(s.conn)
+	if err == nil || !errors.Is(err, os.ErrDeadlineExceeded) {
+		if err == nil {
+			err = s.conn.SetWriteDeadline(time.Time{})
+		}
+		return n, err
+	}
+
+	// The peer is not keeping up: wait for room until ctx ends.
+	fired := make(chan struct{})
+	stop := context.AfterFunc(ctx, func() {
+		_ = s.conn.SetWriteDeadline(longAgo)
+		close(fired)
+	})
+	if err := s.conn.SetWriteDeadline(time.Time{}); err != nil {
+		stop()
+		return n, fmt.Errorf("clear write deadline: %w", err)
+	}
+	m, err := s.wbufs.WriteTo(s.conn) // WriteTo consumed what was written
+	if !stop() {
+		<-fired
+		if err == nil {
+			err = s.conn.SetWriteDeadline(time.Time{})
+		}
+	}
+	return n + m, err
+}
+
+// sayBye tells the peer, best effort, that this side closes on purpose.
+// It skips a stream whose writer is busy and gives up at deadline.
+func (s *stream) sayBye(deadline time.Time) {
+	select {
+	case s.wtok <- struct{}{}:
+	default:
+		return
+	}
+	defer s.release()
+	if s.conn.SetWriteDeadline(deadline) != nil {
+		return
+	}
+	encodeHeader(s.hdr[:], frameHeader{Kind: frameBye})
+	_, _ = s.conn.Write(s.hdr[:])
 }
 
 // readLoop reads frames until the connection fails or closes, then fails
@@ -150,12 +200,15 @@ func (s *stream) readFrame() error {
 		return err
 	}
 	var in *match.Incoming
-	if h.Kind == frameStart {
+	switch h.Kind {
+	case frameBye:
+		return errPeerClosed
+	case frameStart:
 		if s.index != 0 {
 			return fmt.Errorf("%w: start frame on stream %d", errProtocol, s.index)
 		}
 		in, err = s.link.announce(h)
-	} else {
+	default:
 		in, err = s.link.lookup(h, s.index == 0)
 	}
 	if err != nil {
