@@ -43,6 +43,11 @@ func Connect(ctx context.Context, l *Listener, rank int, peerAddrs []string, cfg
 	if rank < 0 || rank >= size {
 		return nil, fmt.Errorf("tcp connect: rank %d not in [0, %d)", rank, size)
 	}
+	for p, a := range peerAddrs {
+		if p < rank && a == "" {
+			return nil, fmt.Errorf("tcp connect: no address for rank %d", p)
+		}
+	}
 	ctx, cancelTimeout := context.WithTimeoutCause(ctx, cfg.ConnectTimeout, errConnectTimeout)
 	defer cancelTimeout()
 	ctx, cancel := context.WithCancelCause(ctx)

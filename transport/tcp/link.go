@@ -117,6 +117,9 @@ func (l *link) send(ctx context.Context, tag transport.Tag, data []byte) error {
 	part = (part + 4095) &^ 4095
 	first := min(n, l.fragSize, part)
 
+	if uint64(n) > maxMessageBytes {
+		return fmt.Errorf("send to rank %d: message of %d bytes exceeds the bound %d", l.peer, n, uint64(maxMessageBytes))
+	}
 	s0 := l.streams[0]
 	if err := s0.acquire(ctx); err != nil {
 		return err
@@ -129,7 +132,7 @@ func (l *link) send(ctx context.Context, tag transport.Tag, data []byte) error {
 		return err
 	}
 	if nstreams == 1 {
-		return s0.writeFrames(ctx, tag, seq, data, first, n)
+		return l.abandonIfCancelled(s0.writeFrames(ctx, tag, seq, data, first, n))
 	}
 
 	errs := make([]error, nstreams)
@@ -144,10 +147,21 @@ func (l *link) send(ctx context.Context, tag transport.Tag, data []byte) error {
 	wg.Wait()
 	for _, err := range errs {
 		if err != nil {
-			return err
+			return l.abandonIfCancelled(err)
 		}
 	}
 	return nil
+}
+
+// abandonIfCancelled fails the link when a send gave up (ctx) after its
+// start frame: the peer would otherwise wait forever for the rest of a
+// message that already matched its receive.
+func (l *link) abandonIfCancelled(err error) error {
+	var ce *sendCtxError
+	if errors.As(err, &ce) {
+		l.fail(fmt.Errorf("a send was cancelled mid-message: %w", ce.err))
+	}
+	return err
 }
 
 // partialMsg is a message announced on stream 0 with frames still due.

@@ -167,3 +167,25 @@ func TestCloseReleasesGoroutines(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// TestSendCancelledMidMessage: a send that gives up after the start of a
+// multi-frame message has gone out fails the link, so the receiver is told
+// instead of waiting for the rest forever.
+func TestSendCancelledMidMessage(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	eps := connectAll(t, 2, Config{MaxFrameBytes: 4 << 10})
+	l := eps[0].(*Endpoint).links[1]
+	short, stop := context.WithCancel(ctx)
+	stop()
+	// Cancelled before anything is written: the link survives.
+	require.ErrorIs(t, eps[0].Send(short, 1, 1, make([]byte, 1<<20)), context.Canceled)
+	require.False(t, l.isDead())
+
+	// Cancelled between frames of a message: the link fails on both sides.
+	err := l.abandonIfCancelled(&sendCtxError{peer: 1, err: context.Canceled})
+	require.ErrorIs(t, err, context.Canceled)
+	var pe *transport.PeerError
+	require.ErrorAs(t, eps[1].Recv(ctx, 0, 1, make([]byte, 8)), &pe)
+	assert.Equal(t, 0, pe.Peer)
+}

@@ -1,0 +1,31 @@
+// Package tcp links the ranks of a communicator over TCP, across processes
+// and hosts.
+//
+// Setup: every rank calls Listen, publishes Listener.Addr through the
+// rendezvous (the c10d store), then calls Connect with everybody's address.
+// Rank i dials each rank below it and accepts from each rank above it,
+// StreamsPerPeer connections per pair. Each connection starts with a
+// versioned handshake (see handshake.go) in which both ends prove the job
+// secret by HMAC-SHA256 over fresh nonces; the secret never crosses the
+// wire. A connection that fails the handshake (a stranger, garbage, another
+// version, another job, a duplicate) is closed and logged without failing the
+// setup. Connect returns when every link is up, or fails with a
+// *transport.PeerError naming a missing peer after ConnectTimeout.
+//
+// Data: messages are cut into frames of at most MaxFrameBytes behind a fixed
+// 40-byte header (see frame.go). The first frame of every message goes on
+// stream 0, which fixes the order of messages per (peer, tag); with several
+// streams the body of a large message is striped across all of them. Each
+// connection has one reader goroutine, which reads a body straight into the
+// receive buffer when the Recv is already posted (or takes over when it is
+// posted mid-message), and otherwise into a pooled buffer. Writers send header
+// and body with one writev, with TCP_NODELAY. Go's runtime retries EINTR
+// inside its socket calls, so no caller sees it.
+//
+// Failure: an EOF or reset on any connection to a peer fails the whole link
+// at once: every pending and later Send or Recv involving that peer returns a
+// *transport.PeerError naming it (messages that arrived completely are still
+// delivered). Close sends a goodbye frame, so peers report "peer closed its
+// endpoint" rather than a reset, and returns after every goroutine it started
+// has exited.
+package tcp
