@@ -1,0 +1,251 @@
+package topo
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Ops the cost model predicts. nbytes always counts the whole buffer, as
+// nccl-tests does: all_reduce and broadcast the buffer, all_gather the
+// output (p blocks), reduce_scatter the input (p blocks).
+const (
+	OpAllReduce     = "allreduce"
+	OpAllGather     = "allgather"
+	OpReduceScatter = "reducescatter"
+	OpBroadcast     = "broadcast"
+)
+
+// Algorithm names, the same as collectives.Algorithm's (HCCL_GO_ALGO).
+const (
+	AlgoRing  = "ring"  // along CostModel.Ring
+	AlgoRD    = "rd"    // recursive doubling, in rank order
+	AlgoHD    = "hd"    // recursive halving-doubling, in rank order
+	AlgoHier  = "hier"  // inside groups, across groups, inside groups
+	AlgoTree  = "tree"  // binomial tree from rank 0, in rank order
+	AlgoChain = "chain" // pipelined chain along CostModel.Ring
+)
+
+// DefaultChunkBytes is the pipelining unit of the chain broadcast when
+// Params.ChunkBytes is 0 (collectives.DefaultChunkBytes).
+const DefaultChunkBytes = 256 << 10
+
+// Params are the costs of local work, beside the links.
+type Params struct {
+	// ReduceBandwidth is how many bytes per second one rank reduces into
+	// its buffer (the γ term); 0: reduction is free.
+	ReduceBandwidth float64
+	// CopyBandwidth is how many bytes per second one rank copies locally
+	// (the copy of its input into the output buffer that out-of-place
+	// all_reduce and all_gather make); 0: copies are free.
+	CopyBandwidth float64
+	// ChunkBytes is the pipelining unit of the chain broadcast; 0:
+	// DefaultChunkBytes.
+	ChunkBytes int
+}
+
+// CostModel predicts the time of each algorithm of each collective on one
+// topology, with the α-β-γ model: a message of m bytes over a link takes
+// latency + m/bandwidth, flows that cross hosts at once share their
+// hosts' NICs, and reducing m bytes takes m/ReduceBandwidth. Each
+// algorithm is costed step by step (see cost_algos.go).
+type CostModel struct {
+	t      Topology
+	ring   []int
+	groups [][]int // hierarchy groups in ring order; nil: no hierarchy
+	p      Params
+}
+
+// NewCostModel models a measured or loaded graph: its ring is OrderRing's
+// and its hierarchy groups HierarchyGroups'.
+func NewCostModel(g *Graph, p Params) (*CostModel, error) {
+	t, err := NewGraphTopology(g)
+	if err != nil {
+		return nil, err
+	}
+	return NewCostModelWith(t, OrderRing(g), HierarchyGroups(g), p)
+}
+
+// NewClusterModel models a uniform synthetic cluster: its ring visits the
+// ranks in order (host by host, crossing each host boundary once) and its
+// hierarchy groups are the hosts.
+func NewClusterModel(c Cluster, p Params) (*CostModel, error) {
+	if err := c.validate(); err != nil {
+		return nil, fmt.Errorf("cost model: %w", err)
+	}
+	ring := make([]int, c.Size())
+	for i := range ring {
+		ring[i] = i
+	}
+	return NewCostModelWith(c, ring, clusterGroups(c), p)
+}
+
+// NewCostModelWith models any topology with a given ring and hierarchy
+// groups (nil: none). The groups must be disjoint, of equal size, and
+// cover every rank; each group's ranks, and the groups, are put in the
+// order the ring visits them, so hierarchical phases follow the ring.
+func NewCostModelWith(t Topology, ring []int, groups [][]int, p Params) (*CostModel, error) {
+	n := t.Size()
+	if err := checkRing(ring, n); err != nil {
+		return nil, fmt.Errorf("cost model: %w", err)
+	}
+	if p.ReduceBandwidth < 0 || p.CopyBandwidth < 0 || p.ChunkBytes < 0 {
+		return nil, fmt.Errorf("cost model: negative parameter in %+v", p)
+	}
+	if p.ChunkBytes == 0 {
+		p.ChunkBytes = DefaultChunkBytes
+	}
+	m := &CostModel{t: t, ring: slices.Clone(ring), p: p}
+	if groups != nil {
+		ordered, err := orderGroups(groups, ring)
+		if err != nil {
+			return nil, fmt.Errorf("cost model: %w", err)
+		}
+		m.groups = ordered
+	}
+	return m, nil
+}
+
+// orderGroups checks groups against ring and puts ranks and groups in ring
+// order.
+func orderGroups(groups [][]int, ring []int) ([][]int, error) {
+	pos := make([]int, len(ring))
+	for i, r := range ring {
+		pos[r] = i
+	}
+	seen := make([]bool, len(ring))
+	count := 0
+	out := make([][]int, len(groups))
+	for k, gr := range groups {
+		if len(gr) != len(groups[0]) || len(gr) == 0 {
+			return nil, fmt.Errorf("hierarchy groups of unequal sizes %d and %d", len(gr), len(groups[0]))
+		}
+		for _, r := range gr {
+			if r < 0 || r >= len(ring) || seen[r] {
+				return nil, fmt.Errorf("hierarchy groups: rank %d out of range or in two groups", r)
+			}
+			seen[r] = true
+			count++
+		}
+		out[k] = slices.SortedFunc(slices.Values(gr), func(a, b int) int { return pos[a] - pos[b] })
+	}
+	if count != len(ring) {
+		return nil, fmt.Errorf("hierarchy groups cover %d of %d ranks", count, len(ring))
+	}
+	slices.SortStableFunc(out, func(a, b []int) int { return pos[a[0]] - pos[b[0]] })
+	return out, nil
+}
+
+// Ring is the ring that ring and chain algorithms follow.
+func (m *CostModel) Ring() []int { return slices.Clone(m.ring) }
+
+// Groups are the hierarchy groups (nil when the hierarchical algorithms do
+// not apply), each in ring order; rank Groups()[g][i] holds shard i.
+func (m *CostModel) Groups() [][]int {
+	out := make([][]int, len(m.groups))
+	for i, gr := range m.groups {
+		out[i] = slices.Clone(gr)
+	}
+	return out
+}
+
+// NormalizeOp maps the spellings of an op ("all_reduce", "AllReduce",
+// "allreduce") to its constant.
+func NormalizeOp(op string) (string, error) {
+	s := strings.ToLower(strings.ReplaceAll(op, "_", ""))
+	switch s {
+	case OpAllReduce, OpAllGather, OpReduceScatter, OpBroadcast:
+		return s, nil
+	}
+	return "", fmt.Errorf("unknown op %q (want allreduce, allgather, reducescatter or broadcast)", op)
+}
+
+// Algorithms lists the algorithms the model costs for op on this topology,
+// in the order Choose breaks ties.
+func (m *CostModel) Algorithms(op string) ([]string, error) {
+	op, err := NormalizeOp(op)
+	if err != nil {
+		return nil, err
+	}
+	var algos []string
+	switch op {
+	case OpAllReduce:
+		algos = []string{AlgoRing, AlgoHD, AlgoRD}
+	case OpAllGather, OpReduceScatter:
+		algos = []string{AlgoRing}
+	case OpBroadcast:
+		algos = []string{AlgoChain, AlgoTree}
+	}
+	if m.groups != nil && op != OpBroadcast {
+		algos = append(algos, AlgoHier)
+	}
+	return algos, nil
+}
+
+// Predict is the predicted time of algo for op on nbytes.
+func (m *CostModel) Predict(op, algo string, nbytes int) (time.Duration, error) {
+	algos, err := m.Algorithms(op)
+	if err != nil {
+		return 0, err
+	}
+	if !slices.Contains(algos, algo) {
+		return 0, fmt.Errorf("algorithm %q does not apply to %s here (want one of %q)", algo, op, algos)
+	}
+	if nbytes < 0 {
+		return 0, fmt.Errorf("negative size %d", nbytes)
+	}
+	op, _ = NormalizeOp(op)
+	return seconds(m.predict(op, algo, float64(nbytes))), nil
+}
+
+// PredictRing is the time of a ring all_reduce, all_gather or
+// reduce_scatter (or chain broadcast) along another ring than the model's,
+// e.g. rank order, for comparison.
+func (m *CostModel) PredictRing(op string, ring []int, nbytes int) (time.Duration, error) {
+	op, err := NormalizeOp(op)
+	if err != nil {
+		return 0, err
+	}
+	if err := checkRing(ring, m.t.Size()); err != nil {
+		return 0, err
+	}
+	other := *m
+	other.ring = ring
+	algo := AlgoRing
+	if op == OpBroadcast {
+		algo = AlgoChain
+	}
+	return seconds(other.predict(op, algo, float64(nbytes))), nil
+}
+
+// Choose returns the fastest algorithm for op on nbytes, its predicted
+// time, and the prediction of every algorithm that applies. Ties go to the
+// algorithm listed first by Algorithms.
+func (m *CostModel) Choose(op string, nbytes int) (algo string, predicted time.Duration, all map[string]time.Duration, err error) {
+	algos, err := m.Algorithms(op)
+	if err != nil {
+		return "", 0, nil, err
+	}
+	all = make(map[string]time.Duration, len(algos))
+	for _, a := range algos {
+		t, err := m.Predict(op, a, nbytes)
+		if err != nil {
+			return "", 0, nil, err
+		}
+		all[a] = t
+		if algo == "" || t < predicted {
+			algo, predicted = a, t
+		}
+	}
+	return algo, predicted, all, nil
+}
+
+// seconds converts to a Duration, saturating.
+func seconds(s float64) time.Duration {
+	if s >= math.MaxInt64/1e9 {
+		return time.Duration(math.MaxInt64)
+	}
+	return time.Duration(math.Round(s * 1e9))
+}
