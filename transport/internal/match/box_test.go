@@ -196,3 +196,15 @@ func TestAddSpanMerges(t *testing.T) {
 	in.addSpan(span{45, 50})
 	assert.Equal(t, []span{{0, 40}, {45, 60}}, in.spans)
 }
+
+func TestStorageClasses(t *testing.T) {
+	var p storagePool
+	for _, n := range []int{0, 1, 64, 65, 1000, 1 << 20, 1<<20 + 1, 64 << 20, 64<<20 + 1} {
+		b := p.get(n)
+		require.GreaterOrEqual(t, len(*b), n)
+		p.put(b)
+	}
+	assert.Equal(t, 0, class(64))
+	assert.Equal(t, 1, class(65))
+	assert.Equal(t, -1, class(64<<20+1))
+}

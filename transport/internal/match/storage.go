@@ -6,11 +6,13 @@ import (
 )
 
 // Size classes of pooled storage for unexpected messages: powers of two
-// from 2^minClassShift to 2^maxClassShift bytes. Larger messages get fresh
-// memory (rare, and pooling them would pin a lot of it).
+// from 2^minClassShift to 2^maxClassShift (64 MiB) bytes, so that large
+// messages that arrive before their Recv do not pay for zeroed memory each
+// time. Larger ones get fresh memory. sync.Pool lets the GC reclaim idle
+// buffers.
 const (
 	minClassShift = 6
-	maxClassShift = 20
+	maxClassShift = 26
 )
 
 // storagePool recycles the buffers of unexpected messages.
