@@ -1,0 +1,160 @@
+package topo
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// simFlags is the simulator's command line, in the units of units.go.
+type simFlags struct {
+	op, size, topoFile                   string
+	hosts, ranksPerHost                  int
+	interBW, intraBW, interLat, intraLat string
+	reduceBW, copyBW, chunk              string
+}
+
+func newSimFlagSet(f *simFlags) *flag.FlagSet {
+	fs := flag.NewFlagSet("simulate", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.StringVar(&f.op, "op", "allreduce", "collective: allreduce, allgather, reducescatter, broadcast")
+	fs.StringVar(&f.size, "size", "1GiB", "bytes of the whole buffer (B, KiB, MiB, GiB, KB, MB, GB)")
+	fs.IntVar(&f.hosts, "hosts", 2, "hosts of the synthetic cluster")
+	fs.IntVar(&f.ranksPerHost, "ranks-per-host", 8, "ranks on each host")
+	fs.StringVar(&f.interBW, "inter-bw", "200Gbit", "bandwidth of each host's NIC to other hosts, per direction (Gbit, GB, GiB, ... per second)")
+	fs.StringVar(&f.intraBW, "intra-bw", "100GB", "bandwidth of a link between two ranks of one host")
+	fs.StringVar(&f.interLat, "inter-lat", "5us", "latency between hosts")
+	fs.StringVar(&f.intraLat, "intra-lat", "1us", "latency inside a host")
+	fs.StringVar(&f.topoFile, "topo-file", "", "topology file (HCCL_GO_TOPO_DUMP_FILE format) instead of the synthetic cluster")
+	fs.StringVar(&f.reduceBW, "reduce-bw", "0", "bytes per second a rank reduces (0: reduction is free)")
+	fs.StringVar(&f.copyBW, "copy-bw", "0", "bytes per second a rank copies locally (0: copies are free)")
+	fs.StringVar(&f.chunk, "chunk", "256KiB", "pipelining chunk of the chain broadcast")
+	return fs
+}
+
+// SimUsage describes the simulator's flags.
+func SimUsage() string {
+	var b bytes.Buffer
+	fs := newSimFlagSet(new(simFlags))
+	fs.SetOutput(&b)
+	fs.PrintDefaults()
+	return b.String()
+}
+
+// ParseSimArgs parses the simulator's command line (without the
+// "simulate" word). -h yields an error wrapping flag.ErrHelp.
+func ParseSimArgs(args []string) (SimConfig, error) {
+	var f simFlags
+	fs := newSimFlagSet(&f)
+	if err := fs.Parse(args); err != nil {
+		return SimConfig{}, fmt.Errorf("simulate: %w", err)
+	}
+	if fs.NArg() > 0 {
+		return SimConfig{}, fmt.Errorf("simulate: unexpected argument %q", fs.Arg(0))
+	}
+	return f.config()
+}
+
+func (f *simFlags) config() (SimConfig, error) {
+	cfg := SimConfig{Op: f.op, TopoFile: f.topoFile}
+	cfg.Cluster.Hosts, cfg.Cluster.RanksPerHost = f.hosts, f.ranksPerHost
+	var errs []error
+	parse := func(name string, err error) {
+		if err != nil {
+			errs = append(errs, fmt.Errorf("--%s: %w", name, err))
+		}
+	}
+	var err error
+	cfg.Bytes, err = ParseBytes(f.size)
+	parse("size", err)
+	cfg.Cluster.Inter.Bandwidth, err = ParseBandwidth(f.interBW)
+	parse("inter-bw", err)
+	cfg.Cluster.Intra.Bandwidth, err = ParseBandwidth(f.intraBW)
+	parse("intra-bw", err)
+	cfg.Cluster.Inter.Latency, err = ParseLatency(f.interLat)
+	parse("inter-lat", err)
+	cfg.Cluster.Intra.Latency, err = ParseLatency(f.intraLat)
+	parse("intra-lat", err)
+	cfg.Params.ReduceBandwidth, err = optionalBandwidth(f.reduceBW)
+	parse("reduce-bw", err)
+	cfg.Params.CopyBandwidth, err = optionalBandwidth(f.copyBW)
+	parse("copy-bw", err)
+	chunk, err := ParseBytes(f.chunk)
+	parse("chunk", err)
+	cfg.Params.ChunkBytes = int(chunk)
+	if err == nil && chunk == 0 {
+		parse("chunk", errors.New("must be positive"))
+	}
+	if len(errs) > 0 {
+		return SimConfig{}, fmt.Errorf("simulate: %w", errors.Join(errs...))
+	}
+	return cfg, nil
+}
+
+// optionalBandwidth is ParseBandwidth with "0" meaning "not modelled".
+func optionalBandwidth(s string) (float64, error) {
+	if strings.TrimSpace(s) == "0" {
+		return 0, nil
+	}
+	return ParseBandwidth(s)
+}
+
+// SimulateJSON is the simulator for the C ABI (and from there Python):
+// argsJSON is an object of flag names (with - or _) to values, strings in
+// the flags' units or numbers, e.g. {"hosts": 1024, "ranks_per_host": 8,
+// "size": "1GiB", "inter_bw": "200Gbit", "intra_bw": "100GB"}. The answer
+// is SimResult as JSON, plus "table": the text the command prints, and
+// "elapsed_s".
+func SimulateJSON(argsJSON string) (string, error) {
+	var kv map[string]any
+	dec := json.NewDecoder(strings.NewReader(argsJSON))
+	dec.UseNumber()
+	if err := dec.Decode(&kv); err != nil {
+		return "", fmt.Errorf("simulate: arguments: %w", err)
+	}
+	keys := slices.Sorted(func(yield func(string) bool) {
+		for k := range kv {
+			if !yield(k) {
+				return
+			}
+		}
+	})
+	args := make([]string, 0, len(kv))
+	for _, k := range keys {
+		var v string
+		switch x := kv[k].(type) {
+		case string:
+			v = x
+		case json.Number:
+			v = x.String()
+		case bool:
+			v = strconv.FormatBool(x)
+		default:
+			return "", fmt.Errorf("simulate: argument %q: want a string or a number, got %T", k, x)
+		}
+		args = append(args, "--"+strings.ReplaceAll(k, "_", "-")+"="+v)
+	}
+	cfg, err := ParseSimArgs(args)
+	if err != nil {
+		return "", err
+	}
+	res, err := Simulate(cfg)
+	if err != nil {
+		return "", err
+	}
+	out, err := json.Marshal(struct {
+		SimResult
+		Table    string  `json:"table"`
+		ElapsedS float64 `json:"elapsed_s"`
+	}{res, res.Table(), res.Elapsed.Seconds()})
+	if err != nil {
+		return "", fmt.Errorf("simulate: %w", err)
+	}
+	return string(out), nil
+}
