@@ -12,14 +12,13 @@ import (
 	"sync/atomic"
 
 	"github.com/hccl-go/hccl-go/transport"
-	"github.com/hccl-go/hccl-go/transport/internal/match"
 )
 
 // Endpoint routes each peer's traffic to the endpoint chosen for it.
 type Endpoint struct {
 	rank, size int
 	routes     []transport.Endpoint
-	self       *match.Box // messages of this rank to itself
+	self       *selfBox // messages of this rank to itself
 
 	closed    atomic.Bool
 	closeOnce sync.Once
@@ -42,7 +41,7 @@ func New(rank, size int, routes []transport.Endpoint) transport.Endpoint {
 	if rank >= 0 && rank < size {
 		r[rank] = nil
 	}
-	return &Endpoint{rank: rank, size: size, routes: r, self: match.NewBox(max(rank, 0), size)}
+	return &Endpoint{rank: rank, size: size, routes: r, self: newSelfBox()}
 }
 
 // Rank implements transport.Endpoint.
@@ -66,7 +65,10 @@ func (e *Endpoint) Send(ctx context.Context, peer int, tag transport.Tag, data [
 // Recv implements transport.Endpoint.
 func (e *Endpoint) Recv(ctx context.Context, peer int, tag transport.Tag, buf []byte) error {
 	if peer == e.rank && peer >= 0 && peer < e.size {
-		return e.self.Recv(ctx, peer, tag, buf)
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("recv from self tag %#x: %w", uint64(tag), err)
+		}
+		return e.self.recv(ctx, tag, buf)
 	}
 	route, err := e.route(peer)
 	if err != nil {
@@ -95,24 +97,14 @@ func (e *Endpoint) sendSelf(ctx context.Context, tag transport.Tag, data []byte)
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("send to self tag %#x: %w", uint64(tag), err)
 	}
-	in, err := e.self.Arrive(e.rank, tag, len(data))
-	if err != nil {
-		return err // transport.ErrClosed
-	}
-	if len(data) > 0 {
-		if dst := in.Acquire(0, len(data), nil); dst != nil {
-			copy(dst, data)
-		}
-		in.Release(len(data), nil)
-	}
-	return nil
+	return e.self.send(tag, data)
 }
 
 // Close implements transport.Endpoint: it closes every route once.
 func (e *Endpoint) Close() error {
 	e.closeOnce.Do(func() {
 		e.closed.Store(true)
-		e.self.Close()
+		e.self.close()
 		var errs []error
 		for i, r := range e.routes {
 			if r != nil && !e.closedEarlier(i) {

@@ -219,3 +219,35 @@ func TestMissingRoute(t *testing.T) {
 	assert.Error(t, e.Send(ctx, 3, 1, nil))
 	assert.Error(t, e.Recv(ctx, -1, 1, nil))
 }
+
+func TestSelfMessages(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	e := hybrid.New(0, 1, nil)
+	require.NoError(t, e.Send(ctx, 0, 1, []byte("a")))
+	require.NoError(t, e.Send(ctx, 0, 1, []byte("bb")))
+	got := make([]byte, 1)
+	require.NoError(t, e.Recv(ctx, 0, 1, got))
+	assert.Equal(t, "a", string(got))
+	assert.ErrorIs(t, e.Recv(ctx, 0, 1, got), transport.ErrSizeMismatch, "the 2-byte message is consumed")
+
+	posted := make(chan error, 1)
+	go func() { posted <- e.Recv(ctx, 0, 2, got) }()
+	time.Sleep(10 * time.Millisecond)
+	require.NoError(t, e.Send(ctx, 0, 2, []byte("c")))
+	require.NoError(t, <-posted)
+	assert.Equal(t, "c", string(got))
+
+	short, cancelShort := context.WithTimeout(ctx, 10*time.Millisecond)
+	defer cancelShort()
+	assert.ErrorIs(t, e.Recv(short, 0, 3, got), context.DeadlineExceeded)
+	require.NoError(t, e.Send(ctx, 0, 3, []byte("d")))
+	require.NoError(t, e.Recv(ctx, 0, 3, got), "the abandoned receive took nothing")
+	assert.Equal(t, "d", string(got))
+
+	go func() { posted <- e.Recv(ctx, 0, 4, got) }()
+	time.Sleep(10 * time.Millisecond)
+	require.NoError(t, e.Close())
+	assert.ErrorIs(t, <-posted, transport.ErrClosed)
+	assert.ErrorIs(t, e.Send(ctx, 0, 1, got), transport.ErrClosed)
+}

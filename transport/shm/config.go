@@ -37,6 +37,10 @@ type Config struct {
 	// 256 KiB; never below 256 KiB, so that the sender's buffer is on the
 	// Go heap or outside it, never on a goroutine stack that may move).
 	CMAThreshold int
+
+	// forceCMARefusal makes this rank's single-copy reads fail as if the
+	// kernel refused them, so that tests exercise the fallback.
+	forceCMARefusal bool
 }
 
 const (

@@ -51,6 +51,9 @@ type Endpoint struct {
 	readerStarted atomic.Bool
 	readerDone    chan struct{}
 
+	// counters of single-copy transfers, for tests and benchmarks
+	cmaSent, cmaReceived, cmaRefusals atomic.Uint64
+
 	// testAfterSlot, if set, runs after each published slot of a Send
 	// (tests use it to stop a sender mid-message).
 	testAfterSlot func(pos uint64)
@@ -318,9 +321,11 @@ func (e *Endpoint) Close() error {
 		for _, l := range e.local {
 			futexWakeAll(l.out.r.spaceSeq()) // our senders sleeping on a full ring
 		}
+		e.token.Lock() // nobody is writing into a receive's buffer (see recvCMA)
 		e.mu.Lock()
 		e.closeMatcher()
 		e.mu.Unlock()
+		e.token.Unlock()
 		if e.readerStarted.Load() {
 			<-e.readerDone
 		}

@@ -22,6 +22,8 @@ func TestConformance(t *testing.T) {
 		"small-rings":  smallConfig,
 		"default":      func(dir string) Config { return Config{Dir: dir} },
 		"always-sleep": func(dir string) Config { c := smallConfig(dir); c.SpinTime, c.YieldTime = -1, -1; return c },
+		"cma-refused":  func(dir string) Config { return Config{Dir: dir, forceCMARefusal: true} },
+		"no-cma":       func(dir string) Config { return Config{Dir: dir, DisableCMA: true} },
 	}
 	for name, cfg := range configs {
 		t.Run(name, func(t *testing.T) {

@@ -67,7 +67,8 @@ func runHelper(role string) error {
 	if role == "bench" {
 		cfg = Config{Dir: os.Getenv(dirEnv)}
 	}
-	cfg.DisableCMA = os.Getenv(cmaEnv) != ""
+	// The victim stops inside a ring transfer, which single-copy would skip.
+	cfg.DisableCMA = os.Getenv(cmaEnv) != "" || role == "victim"
 	e, err := Connect(ctx, rank, []int{0, 1}, 2, os.Getenv(jobEnv), cfg)
 	if err != nil {
 		return err

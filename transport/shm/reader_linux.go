@@ -120,7 +120,7 @@ func (e *Endpoint) checkPeers(now time.Time) {
 			cause = errLinkAborted
 		}
 		if cause != nil {
-			e.failPeer(l, cause)
+			e.failPeer(l, cause, true)
 		}
 	}
 }
@@ -135,16 +135,16 @@ func (e *Endpoint) heartbeatStale(l *link, now time.Time) bool {
 	return now.Sub(l.lastChange) > e.cfg.HeartbeatTimeout
 }
 
-// failPeer declares the link to l dead: what l completed before is still
-// delivered, receives waiting on it and later ones fail, and so do sends.
+// failPeer declares the link to l dead: receives waiting on it and later
+// ones fail, and so do sends. With drain, the messages l completed before
+// are delivered first (not after a ring error: the ring is garbage then).
 // The caller holds token.
-func (e *Endpoint) failPeer(l *link, cause error) {
+func (e *Endpoint) failPeer(l *link, cause error, drain bool) {
 	if l.failed() != nil {
 		return
 	}
-	// Deliver the messages the peer finished (bounded: a live but silent
-	// peer could otherwise keep us here).
-	for range 2 * l.in.r.slots {
+	// Bounded: a live but silent peer could otherwise keep us here.
+	for i := 0; drain && i < 2*l.in.r.slots; i++ {
 		if n, err := e.pollRing(l, 1); n == 0 || err != nil {
 			break
 		}

@@ -41,9 +41,12 @@ func (e *Endpoint) Recv(ctx context.Context, peer int, tag transport.Tag, buf []
 	r := e.post(peer, tag, buf)
 	e.mu.Unlock()
 	if err := e.awaitRecv(ctx, r); err != nil {
+		// Holding token, nobody is writing into buf (see recvCMA).
+		e.token.Lock()
 		e.mu.Lock()
 		e.cancel(r, key{peer, tag}, fmt.Errorf("recv from rank %d tag %#x: %w", peer, uint64(tag), err))
 		e.mu.Unlock()
+		e.token.Unlock()
 	}
 	return r.err // final: done was set, or cancel set it
 }
@@ -113,7 +116,7 @@ func (e *Endpoint) pollAll() bool {
 		}
 		n, err := e.pollRing(l, 16)
 		if err != nil {
-			e.failPeer(l, err)
+			e.failPeer(l, err, false)
 		}
 		worked = worked || n > 0
 	}
@@ -181,7 +184,7 @@ func (e *Endpoint) consume(l *link, s []byte) error {
 		e.mu.Lock()
 		m := e.arrive(ir.peer, tag, int(n))
 		e.mu.Unlock()
-		e.recvCMA(l, s, m)
+		return e.recvCMA(l, s, m)
 	default:
 		return fmt.Errorf("corrupt ring: message kind %d", kind)
 	}

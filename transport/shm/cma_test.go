@@ -1,0 +1,82 @@
+package shm
+
+import (
+	"bytes"
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hccl-go/hccl-go/transport"
+)
+
+// exchangeLarge sends count messages of n bytes from eps[0] to eps[1], half
+// of them before the receive is posted, and checks them.
+func exchangeLarge(t *testing.T, eps []*Endpoint, n, count int) {
+	ctx := testContext(t)
+	for i := range count {
+		msg := pattern(n, byte(i))
+		got := make([]byte, n)
+		var wg sync.WaitGroup
+		if i%2 == 0 { // receive posted first
+			wg.Go(func() { assert.NoError(t, eps[1].Recv(ctx, 0, 5, got)) })
+			time.Sleep(2 * time.Millisecond)
+			require.NoError(t, eps[0].Send(ctx, 1, 5, msg))
+		} else { // message first: the reader stores it, a later Recv claims it
+			wg.Go(func() { assert.NoError(t, eps[0].Send(ctx, 1, 5, msg)) })
+			time.Sleep(2 * time.Millisecond)
+			require.NoError(t, eps[1].Recv(ctx, 0, 5, got))
+		}
+		wg.Wait()
+		require.True(t, bytes.Equal(msg, got), "message %d differs", i)
+	}
+}
+
+func TestCMASingleCopy(t *testing.T) {
+	eps := connectAll(t, 2, Config{Dir: shmDir(t)}, true)
+	exchangeLarge(t, eps, 3<<20+1, 4)
+	assert.Equal(t, uint64(4), eps[0].cmaSent.Load())
+	assert.Equal(t, uint64(4), eps[1].cmaReceived.Load())
+	assert.Zero(t, eps[1].cmaRefusals.Load())
+}
+
+func TestCMABelowThresholdUsesRing(t *testing.T) {
+	eps := connectAll(t, 2, Config{Dir: shmDir(t), CMAThreshold: 1 << 20}, true)
+	exchangeLarge(t, eps, 1<<20-1, 2)
+	assert.Zero(t, eps[0].cmaSent.Load())
+}
+
+// TestCMAFallback forces the receiver's reads to fail as a kernel refusing
+// process_vm_readv would: the first large message falls back to the ring,
+// and later ones do not try single-copy again.
+func TestCMAFallback(t *testing.T) {
+	dir := shmDir(t)
+	eps := connectAll(t, 2, Config{Dir: dir, forceCMARefusal: true}, true)
+	exchangeLarge(t, eps, 1<<20+7, 4)
+	assert.Equal(t, uint64(1), eps[0].cmaSent.Load(), "one attempt, then the ring only")
+	assert.Equal(t, uint64(1), eps[1].cmaRefusals.Load())
+	assert.Zero(t, eps[1].cmaReceived.Load())
+}
+
+// TestCMASendTimeout: a sender that gives up while its buffer is offered
+// breaks the link (the receiver could otherwise deliver bytes the caller
+// changed after Send returned), on both sides.
+func TestCMASendTimeout(t *testing.T) {
+	eps := connectAll(t, 2, Config{Dir: shmDir(t)}, false)
+	ctx := testContext(t)
+	short, cancel := context.WithTimeout(ctx, 30*time.Millisecond)
+	defer cancel()
+	require.ErrorIs(t, eps[0].Send(short, 1, 1, make([]byte, 1<<20)), context.DeadlineExceeded)
+	var pe *transport.PeerError
+	require.ErrorAs(t, eps[0].Send(ctx, 1, 2, []byte("x")), &pe)
+	assert.ErrorIs(t, pe, errLinkAborted)
+
+	eps[1].startReader()
+	err := eps[1].Recv(ctx, 0, 1, make([]byte, 1<<20))
+	require.ErrorAs(t, err, &pe)
+	assert.Equal(t, 0, pe.Peer)
+	assert.ErrorIs(t, err, errLinkAborted)
+}
