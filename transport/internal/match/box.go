@@ -147,8 +147,13 @@ func (b *Box) Recv(ctx context.Context, peer int, tag transport.Tag, buf []byte)
 func (b *Box) claim(ctx context.Context, in *Incoming, tag transport.Tag, buf []byte) error {
 	switch {
 	case in.n != len(buf):
-		in.target = nil // discard whatever is still to come
-		in.store = nil  // a writer may still hold it: leave it to the GC
+		if in.complete {
+			b.store.put(in.store)
+			b.freeIncoming(in)
+		} else {
+			in.target = nil // discard whatever is still to come
+			in.store = nil  // a writer may still hold it: leave it to the GC
+		}
 		return mismatch(in.peer, tag, in.n, len(buf))
 	case in.complete:
 		b.copyOut(in, buf)
@@ -178,10 +183,12 @@ func (b *Box) claim(ctx context.Context, in *Incoming, tag transport.Tag, buf []
 }
 
 // copyOut copies a complete message from its own storage into buf and
-// recycles the storage. Called with b.mu held; nobody writes the storage
-// any more.
+// recycles both. Called with b.mu held, which it releases during the copy:
+// the message is out of every queue and nobody writes it any more.
 func (b *Box) copyOut(in *Incoming, buf []byte) {
+	b.mu.Unlock()
 	copy(buf, in.target)
+	b.mu.Lock()
 	b.store.put(in.store)
 	b.freeIncoming(in)
 }
@@ -211,6 +218,7 @@ func (b *Box) switchTarget(in *Incoming, req *request) bool {
 	b.idle.Broadcast()
 	switch {
 	case in.complete:
+		b.freeIncoming(in)
 		return true
 	case in.failed != nil:
 		req.fire(in.failed)
