@@ -255,3 +255,54 @@ func TestConnectSingleRankAndBadArgs(t *testing.T) {
 		})
 	}
 }
+
+// TestHandshakeDuplicate: a second authenticated connection for a link slot
+// that is taken is refused; the setup completes with the first one.
+func TestHandshakeDuplicate(t *testing.T) {
+	ls, addrs := listenAll(t, 2)
+	rec := &logRecorder{t: t}
+	cfg := Config{Secret: testSecret, StreamsPerPeer: 2, ConnectTimeout: 5 * time.Second, Logf: rec.logf}
+	type result struct {
+		ep  transport.Endpoint
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		ep, err := Connect(context.Background(), ls[0], 0, addrs, cfg)
+		done <- result{ep, err}
+	}()
+	_ = ls[1].Close()
+
+	// Play rank 1 by hand.
+	dial := func(stream uint16) (net.Conn, welcome) {
+		conn, err := net.DialTimeout("tcp", addrs[0], time.Second)
+		require.NoError(t, err)
+		require.NoError(t, conn.SetDeadline(time.Now().Add(5*time.Second)))
+		nonce := readChallenge(t, conn)
+		h := hello{Rank: 1, Size: 2, Stream: stream, Streams: 2, MaxFrame: defaultMaxFrameBytes}
+		_, err = conn.Write(signedHello(testSecret, nonce, h))
+		require.NoError(t, err)
+		buf := make([]byte, welcomeSize)
+		_, err = io.ReadFull(conn, buf)
+		require.NoError(t, err)
+		w, err := decodeWelcome(buf)
+		require.NoError(t, err)
+		h.MAC = helloMAC(testSecret, nonce, &h)
+		assert.True(t, verifyWelcome(testSecret, &h, nonce, &w), "acceptor proves the secret too")
+		return conn, w
+	}
+	first, w := dial(0)
+	defer first.Close()
+	assert.Equal(t, uint16(statusOK), w.Status)
+	dup, w := dial(0)
+	defer dup.Close()
+	assert.Equal(t, uint16(statusDuplicate), w.Status)
+	second, w := dial(1)
+	defer second.Close()
+	assert.Equal(t, uint16(statusOK), w.Status)
+
+	r := <-done
+	require.NoError(t, r.err)
+	defer r.ep.Close()
+	assert.Equal(t, 1, rec.count("duplicate"))
+}

@@ -58,7 +58,7 @@ func TestRecvGivesUpMidMessage(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	eps := connectAll(t, 2, Config{StreamsPerPeer: 2, MaxFrameBytes: 64 << 10})
-	const n = 32 << 20
+	const n = 8 << 20
 	msg := payload(n, 1)
 	for i := range 3 {
 		buf := make([]byte, n)
