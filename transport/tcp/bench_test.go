@@ -3,6 +3,8 @@ package tcp
 import (
 	"context"
 	"fmt"
+	"io"
+	"net"
 	"testing"
 
 	"github.com/hccl-go/hccl-go/transport"
@@ -12,6 +14,12 @@ import (
 // messages (receiver posted, so bodies land in place) and the round trip of
 // small messages.
 func BenchmarkTCPSendRecv(b *testing.B) {
+	// The same traffic over a bare socket, for comparison in the same run.
+	for _, size := range []int{64 << 10, 1 << 20, 16 << 20} {
+		b.Run(fmt.Sprintf("oneway/raw-socket/%dKiB", size>>10), func(b *testing.B) {
+			benchRawSocket(b, size)
+		})
+	}
 	for _, streams := range []int{1, 2, 4} {
 		for _, size := range []int{64 << 10, 1 << 20, 16 << 20} {
 			b.Run(fmt.Sprintf("oneway/streams=%d/%dKiB", streams, size>>10), func(b *testing.B) {
@@ -80,6 +88,47 @@ func benchPingPong(b *testing.B, ctx context.Context, eps []transport.Endpoint, 
 			b.Fatal(err)
 		}
 		if err := eps[0].Recv(ctx, 1, 1, ping); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := <-done; err != nil {
+		b.Fatal(err)
+	}
+}
+
+func benchRawSocket(b *testing.B, size int) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ln.Close()
+	done := make(chan error, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			done <- err
+			return
+		}
+		defer c.Close()
+		buf := make([]byte, size)
+		for range b.N {
+			if _, err := io.ReadFull(c, buf); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	src := make([]byte, size)
+	b.SetBytes(int64(size))
+	b.ResetTimer()
+	for range b.N {
+		if _, err := c.Write(src); err != nil {
 			b.Fatal(err)
 		}
 	}
