@@ -20,7 +20,7 @@ func Float32ToBFloat16(dst, src []byte) { convert(Float32, BFloat16, dst, src) }
 func BFloat16ToFloat32(dst, src []byte) { convert(BFloat16, Float32, dst, src) }
 
 func convert(from, to DType, dst, src []byte) {
-	if len(src) >= cgoThreshold && cConvert(from, to, dst, src) {
+	if useC(Float16, len(src)) && cConvert(from, to, dst, src) {
 		return
 	}
 	switch {

@@ -34,9 +34,9 @@ func reduceGo(dt DType, op Op, dst, a, b []byte) {
 	case Float64:
 		reduceFloats(op, view[float64](dst), view[float64](a), view[float64](b))
 	case Float16:
-		reduceHalves(op, f16ToF32, f32ToF16, view[uint16](dst), view[uint16](a), view[uint16](b))
+		reduceF16(op, view[uint16](dst), view[uint16](a), view[uint16](b))
 	case BFloat16:
-		reduceHalves(op, bf16ToF32, f32ToBF16, view[uint16](dst), view[uint16](a), view[uint16](b))
+		reduceBF16(op, view[uint16](dst), view[uint16](a), view[uint16](b))
 	case Bool:
 		reduceBools(op, dst, a, b)
 	}
@@ -140,25 +140,51 @@ func fmin[T float](a, b T) T {
 	}
 }
 
-// reduceHalves applies op to 16-bit floats: both operands are widened to
-// float32, op is applied in float32, and the result is rounded once.
-func reduceHalves(op Op, wide func(uint16) float32, narrow func(float32) uint16, d, a, b []uint16) {
-	var f func(x, y float32) float32
+// reduceF16 and reduceBF16 apply op to 16-bit floats: both operands are
+// widened to float32, op is applied in float32, and the result is rounded
+// once. (Two copies rather than one generic function, so that the
+// conversions are inlined: Go does not inline calls through type parameters.)
+func reduceF16(op Op, d, a, b []uint16) {
+	a, b = a[:len(d)], b[:len(d)]
 	switch op {
 	case Sum, Avg, PreMulSum:
-		f = func(x, y float32) float32 { return x + y }
+		for i := range d {
+			d[i] = f32ToF16(f16ToF32(a[i]) + f16ToF32(b[i]))
+		}
 	case Prod:
-		f = func(x, y float32) float32 { return x * y }
+		for i := range d {
+			d[i] = f32ToF16(f16ToF32(a[i]) * f16ToF32(b[i]))
+		}
 	case Max:
-		f = fmax[float32]
+		for i := range d {
+			d[i] = f32ToF16(fmax(f16ToF32(a[i]), f16ToF32(b[i])))
+		}
 	case Min:
-		f = fmin[float32]
-	default:
-		return
+		for i := range d {
+			d[i] = f32ToF16(fmin(f16ToF32(a[i]), f16ToF32(b[i])))
+		}
 	}
+}
+
+func reduceBF16(op Op, d, a, b []uint16) {
 	a, b = a[:len(d)], b[:len(d)]
-	for i := range d {
-		d[i] = narrow(f(wide(a[i]), wide(b[i])))
+	switch op {
+	case Sum, Avg, PreMulSum:
+		for i := range d {
+			d[i] = f32ToBF16(bf16ToF32(a[i]) + bf16ToF32(b[i]))
+		}
+	case Prod:
+		for i := range d {
+			d[i] = f32ToBF16(bf16ToF32(a[i]) * bf16ToF32(b[i]))
+		}
+	case Max:
+		for i := range d {
+			d[i] = f32ToBF16(fmax(bf16ToF32(a[i]), bf16ToF32(b[i])))
+		}
+	case Min:
+		for i := range d {
+			d[i] = f32ToBF16(fmin(bf16ToF32(a[i]), bf16ToF32(b[i])))
+		}
 	}
 }
 

@@ -1,6 +1,9 @@
 package reduce
 
-import "math"
+import (
+	"math"
+	"math/bits"
+)
 
 // Scalar conversions between float32 and the two 16-bit float formats.
 //
@@ -25,12 +28,9 @@ func f16ToF32(h uint16) float32 {
 	case exp == 0 && man == 0: // ±0
 		return math.Float32frombits(sign)
 	case exp == 0: // subnormal: normalise the significand
-		e := uint32(127 - 15 + 1)
-		for man&0x400 == 0 {
-			man <<= 1
-			e--
-		}
-		return math.Float32frombits(sign | e<<23 | (man&0x3ff)<<13)
+		shift := uint32(bits.LeadingZeros32(man) - 21) // brings bit 10 up
+		e := 127 - 15 + 1 - shift
+		return math.Float32frombits(sign | e<<23 | (man<<shift&0x3ff)<<13)
 	default:
 		return math.Float32frombits(sign | (exp+127-15)<<23 | man<<13)
 	}

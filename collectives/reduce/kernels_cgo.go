@@ -3,6 +3,17 @@
 package reduce
 
 // #cgo CFLAGS: -O3 -std=c11 -Wall
+// // The kernels never call back into Go and keep no pointer (see kernels.h).
+// #cgo noescape hg_reduce
+// #cgo nocallback hg_reduce
+// #cgo noescape hg_reduce_from16
+// #cgo nocallback hg_reduce_from16
+// #cgo noescape hg_scale
+// #cgo nocallback hg_scale
+// #cgo noescape hg_divide
+// #cgo nocallback hg_divide
+// #cgo noescape hg_convert
+// #cgo nocallback hg_convert
 // #include "kernels.h"
 import "C"
 

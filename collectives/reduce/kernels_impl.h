@@ -113,26 +113,60 @@ static inline uint16_t f32_to_bf16(float f) {
 
 // ---- vector helpers ----------------------------------------------------
 
-// Float max/min by masks, with the scalar rules above.
+// Float max/min on vectors, with the scalar rules above. x86 MAXPS(a, b)
+// returns b when the operands are equal (so for ±0) or either is NaN; the
+// fix-ups below give +0 for Max of ±0 (AND of the bits; -0 for Min: OR) and
+// return a when a is NaN.
+#if HG_VBYTES == 64 && defined(__x86_64__)
+#define DEFINE_VMAXMIN(F, VF, SFX, CAST)                                                  \
+    static inline VF vmax_##F(VF a, VF b) {                                               \
+        __m512##SFX r = _mm512_max_##CAST((__m512##SFX)a, (__m512##SFX)b);                \
+        r = _mm512_mask_and_##CAST(r, _mm512_cmp_##CAST##_mask(a, b, _CMP_EQ_OQ), r, a);  \
+        return (VF)_mm512_mask_mov_##CAST(r, _mm512_cmp_##CAST##_mask(a, a, _CMP_UNORD_Q), a); \
+    }                                                                                     \
+    static inline VF vmin_##F(VF a, VF b) {                                               \
+        __m512##SFX r = _mm512_min_##CAST((__m512##SFX)a, (__m512##SFX)b);                \
+        r = _mm512_mask_or_##CAST(r, _mm512_cmp_##CAST##_mask(a, b, _CMP_EQ_OQ), r, a);   \
+        return (VF)_mm512_mask_mov_##CAST(r, _mm512_cmp_##CAST##_mask(a, a, _CMP_UNORD_Q), a); \
+    }
+DEFINE_VMAXMIN(f32, v_f32, , ps)
+DEFINE_VMAXMIN(f64, v_f64, d, pd)
+#elif HG_VBYTES == 32 && defined(__x86_64__)
+#define DEFINE_VMAXMIN(F, VF, SFX, CAST)                                                  \
+    static inline VF vmax_##F(VF a, VF b) {                                               \
+        __m256##SFX x = (__m256##SFX)a, y = (__m256##SFX)b;                               \
+        __m256##SFX r = _mm256_max_##CAST(x, y);                                          \
+        r = _mm256_and_##CAST(r, _mm256_or_##CAST(x, _mm256_cmp_##CAST(x, y, _CMP_NEQ_UQ))); \
+        return (VF)_mm256_blendv_##CAST(r, x, _mm256_cmp_##CAST(x, x, _CMP_UNORD_Q));     \
+    }                                                                                     \
+    static inline VF vmin_##F(VF a, VF b) {                                               \
+        __m256##SFX x = (__m256##SFX)a, y = (__m256##SFX)b;                               \
+        __m256##SFX r = _mm256_min_##CAST(x, y);                                          \
+        r = _mm256_or_##CAST(r, _mm256_and_##CAST(x, _mm256_cmp_##CAST(x, y, _CMP_EQ_OQ))); \
+        return (VF)_mm256_blendv_##CAST(r, x, _mm256_cmp_##CAST(x, x, _CMP_UNORD_Q));     \
+    }
+DEFINE_VMAXMIN(f32, v_f32, , ps)
+DEFINE_VMAXMIN(f64, v_f64, d, pd)
+#else
+// Portable: masks from vector comparisons.
 #define DEFINE_VMAXMIN(F, VF, VI)                                              \
     static inline VF vmax_##F(VF a, VF b) {                                    \
         VI A = (VI)a, B = (VI)b;                                               \
-        VI gt = a > b, eq = a == b, an = a != a, bn = b != b;                  \
-        VI r = (gt & A) | (~gt & B);                                           \
+        VI gt = a > b, eq = a == b, an = a != a;                               \
+        VI r = (gt & A) | (~gt & B); /* b also when b is NaN */                \
         r = (eq & (A & B)) | (~eq & r);                                        \
-        r = (bn & B) | (~bn & r);                                              \
         return (VF)((an & A) | (~an & r));                                     \
     }                                                                          \
     static inline VF vmin_##F(VF a, VF b) {                                    \
         VI A = (VI)a, B = (VI)b;                                               \
-        VI lt = a < b, eq = a == b, an = a != a, bn = b != b;                  \
+        VI lt = a < b, eq = a == b, an = a != a;                               \
         VI r = (lt & A) | (~lt & B);                                           \
         r = (eq & (A | B)) | (~eq & r);                                        \
-        r = (bn & B) | (~bn & r);                                              \
         return (VF)((an & A) | (~an & r));                                     \
     }
 DEFINE_VMAXMIN(f32, v_f32, v_i32)
 DEFINE_VMAXMIN(f64, v_f64, v_i64)
+#endif
 
 // bfloat16 <-> float32 on vectors: integer operations only.
 static inline v_f32 vload_bf16(const unsigned char *p) {
@@ -146,6 +180,44 @@ static inline void vstore_bf16(unsigned char *p, v_f32 f) {
     v_u32 r = (nan & ((b >> 16) | 0x40)) | (~nan & ((b + 0x7fff + ((b >> 16) & 1)) >> 16));
     v_u16h h = __builtin_convertvector(r, v_u16h);
     STORE(p, h);
+}
+
+// bfloat16 pairs in place: a v_u32 holds 2L bfloat16 values, the even ones
+// in the low halves and the odd ones in the high halves. Each half widens to
+// a float32 lane with one shift or mask, and no lanes cross, which makes
+// this much cheaper than converting between vector widths.
+static inline v_f32 bf16_even(v_u32 w) { return (v_f32)(w << 16); }
+static inline v_f32 bf16_odd(v_u32 w) { return (v_f32)(w & 0xffff0000u); }
+// Rounds f to bfloat16 in the high 16 bits of each lane (low bits garbage):
+// add 0x7fff plus the lowest kept bit (ties to even); NaN keeps its top
+// bits with the quiet bit set. The x86 versions use one float compare and a
+// masked or (AVX-512) or blend (AVX2) where the portable one needs more.
+#if HG_VBYTES == 64 && defined(__x86_64__)
+static inline v_u32 bf16_round_hi(v_f32 f) {
+    __m512i b = (__m512i)f;
+    __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(b, 16), _mm512_set1_epi32(1));
+    __m512i r = _mm512_add_epi32(b, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7fff)));
+    __mmask16 nan = _mm512_cmp_ps_mask((__m512)f, (__m512)f, _CMP_UNORD_Q);
+    return (v_u32)_mm512_mask_or_epi32(r, nan, b, _mm512_set1_epi32(0x400000));
+}
+#elif HG_VBYTES == 32 && defined(__x86_64__)
+static inline v_u32 bf16_round_hi(v_f32 f) {
+    __m256i b = (__m256i)f;
+    __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(b, 16), _mm256_set1_epi32(1));
+    __m256i r = _mm256_add_epi32(b, _mm256_add_epi32(lsb, _mm256_set1_epi32(0x7fff)));
+    __m256 nan = _mm256_cmp_ps((__m256)f, (__m256)f, _CMP_UNORD_Q);
+    __m256 q = _mm256_or_ps((__m256)f, _mm256_castsi256_ps(_mm256_set1_epi32(0x400000)));
+    return (v_u32)_mm256_blendv_ps(_mm256_castsi256_ps(r), q, nan);
+}
+#else
+static inline v_u32 bf16_round_hi(v_f32 f) {
+    v_u32 b = (v_u32)f;
+    v_u32 nan = (v_u32)((b & 0x7fffffff) > 0x7f800000);
+    return (nan & (b | 0x400000)) | (~nan & (b + 0x7fff + ((b >> 16) & 1)));
+}
+#endif
+static inline v_u32 bf16_pack(v_f32 even, v_f32 odd) {
+    return (bf16_round_hi(odd) & 0xffff0000u) | (bf16_round_hi(even) >> 16);
 }
 
 // float16 <-> float32 on vectors: F16C where the level has it.
@@ -255,7 +327,8 @@ DEFINE_FLOAT_OPS(f32, float, v_f32)
 DEFINE_FLOAT_OPS(f64, double, v_f64)
 
 // 16-bit floats: widen both operands to float32, apply the op, round once.
-// H is f16 or bf16; VEC16 says whether a vector path exists at this level.
+// H is f16 or bf16; VEC16 says whether a vector path exists at this level
+// for f16 (bfloat16 always has one, with the pair layout above).
 #define DEFINE_HALF_BINARY(NAME, H, VEC16, VEXPR, SEXPR)                                         \
     static void NAME(unsigned char *d, const unsigned char *a, const unsigned char *b, size_t nb) { \
         size_t i = 0;                                                                            \
@@ -265,14 +338,34 @@ DEFINE_FLOAT_OPS(f64, double, v_f64)
                 vstore_##H(d + i, (VEXPR));                                                      \
             }                                                                                    \
         }                                                                                        \
-        for (; i < nb; i += 2) {                                                                 \
-            uint16_t p, q, r;                                                                    \
+        HALF_TAIL(H, SEXPR)                                                                      \
+    }
+#define DEFINE_BF16_BINARY(NAME, VEXPR, SEXPR)                                                   \
+    static void NAME(unsigned char *d, const unsigned char *a, const unsigned char *b, size_t nb) { \
+        size_t i = 0;                                                                            \
+        UNROLL for (; i + HG_VBYTES <= nb; i += HG_VBYTES) {                                     \
+            v_u32 p, q, r;                                                                       \
+            v_f32 x, y, even, odd;                                                               \
             LOAD(p, a + i);                                                                      \
             LOAD(q, b + i);                                                                      \
-            float x = H##_to_f32(p), y = H##_to_f32(q);                                          \
-            r = f32_to_##H(SEXPR);                                                               \
+            x = bf16_even(p), y = bf16_even(q);                                                  \
+            even = (VEXPR);                                                                      \
+            x = bf16_odd(p), y = bf16_odd(q);                                                    \
+            odd = (VEXPR);                                                                       \
+            r = bf16_pack(even, odd);                                                            \
             STORE(d + i, r);                                                                     \
         }                                                                                        \
+        HALF_TAIL(bf16, SEXPR)                                                                   \
+    }
+// The scalar loop for what the vectors leave.
+#define HALF_TAIL(H, SEXPR)                                                                      \
+    for (; i < nb; i += 2) {                                                                     \
+        uint16_t p, q, r;                                                                        \
+        LOAD(p, a + i);                                                                          \
+        LOAD(q, b + i);                                                                          \
+        float x = H##_to_f32(p), y = H##_to_f32(q);                                              \
+        r = f32_to_##H(SEXPR);                                                                   \
+        STORE(d + i, r);                                                                         \
     }
 
 // dst(float32) = dst op widen(src(H)); nb counts src bytes.
@@ -307,11 +400,11 @@ static inline v_f32 vload_f16(const unsigned char *p) { (void)p; return (v_f32){
 static inline void vstore_f16(unsigned char *p, v_f32 f) { (void)p; (void)f; }
 #endif
 
-#define DEFINE_HALF_OPS(H, VEC16)                                                              \
-    DEFINE_HALF_BINARY(sum_##H, H, VEC16, x + y, x + y)                                        \
-    DEFINE_HALF_BINARY(prod_##H, H, VEC16, x * y, x * y)                                       \
-    DEFINE_HALF_BINARY(max_##H, H, VEC16, vmax_f32(x, y), smax_f32(x, y))                      \
-    DEFINE_HALF_BINARY(min_##H, H, VEC16, vmin_f32(x, y), smin_f32(x, y))                      \
+#define DEFINE_HALF_OPS(H, VEC16, BINARY)                                                              \
+    BINARY(sum_##H, x + y, x + y)                                        \
+    BINARY(prod_##H, x * y, x * y)                                       \
+    BINARY(max_##H, vmax_f32(x, y), smax_f32(x, y))                      \
+    BINARY(min_##H, vmin_f32(x, y), smin_f32(x, y))                      \
     DEFINE_FROM16(sum_from_##H, H, VEC16, x + y, x + y)                                        \
     DEFINE_FROM16(prod_from_##H, H, VEC16, x * y, x * y)                                       \
     DEFINE_FROM16(max_from_##H, H, VEC16, vmax_f32(x, y), smax_f32(x, y))                      \
@@ -335,8 +428,9 @@ static inline void vstore_f16(unsigned char *p, v_f32 f) { (void)p; (void)f; }
         }                                                                                      \
         return 0;                                                                              \
     }
-DEFINE_HALF_OPS(f16, HG_VEC_F16)
-DEFINE_HALF_OPS(bf16, 1)
+#define F16_BINARY(NAME, VEXPR, SEXPR) DEFINE_HALF_BINARY(NAME, f16, HG_VEC_F16, VEXPR, SEXPR)
+DEFINE_HALF_OPS(f16, HG_VEC_F16, F16_BINARY)
+DEFINE_HALF_OPS(bf16, 1, DEFINE_BF16_BINARY)
 
 // ---- scale, divide, convert ----------------------------------------------
 

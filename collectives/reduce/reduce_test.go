@@ -2,6 +2,7 @@ package reduce
 
 import (
 	"math"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -174,4 +175,26 @@ func TestReduceFloat32From16(t *testing.T) {
 	acc = raw[float32](3)
 	ReduceFloat32From16(Float32, Sum, acc, raw[uint16](0x3c00)) // not a 16-bit type: no-op
 	assert.Equal(t, raw[float32](3), acc)
+}
+
+// The public entry points (which pick Go or C by size) agree with the Go
+// kernels on buffers large enough for C.
+func TestPublicMatchesGoOnLargeBuffers(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	for _, dt := range AllDTypes {
+		for _, op := range AllOps {
+			if Check(dt, op) != nil {
+				continue
+			}
+			a := make([]byte, 4099*dt.Size())
+			b := make([]byte, len(a))
+			for i := range a {
+				a[i], b[i] = byte(rng.Uint32()), byte(rng.Uint32())
+			}
+			want := make([]byte, len(a))
+			reduceGo(dt, op, want, a, b)
+			Reduce(dt, op, a, b)
+			require.Equal(t, canonNaN(dt, want), canonNaN(dt, a), "%s %s", dt, op)
+		}
+	}
 }

@@ -16,7 +16,7 @@ func Scale(dt DType, dst, src []byte, factor float64) {
 	if !dt.Valid() {
 		return
 	}
-	if len(dst) >= cgoThreshold && cScale(dt, dst, src, factor) {
+	if useC(dt, len(dst)) && cScale(dt, dst, src, factor) {
 		return
 	}
 	scaleGo(dt, dst, src, factor)
@@ -30,7 +30,7 @@ func DivideBy(dt DType, buf []byte, n int) {
 	if !dt.Valid() || dt == Bool || n <= 0 {
 		return
 	}
-	if len(buf) >= cgoThreshold && cDivideBy(dt, buf, n) {
+	if useC(dt, len(buf)) && cDivideBy(dt, buf, n) {
 		return
 	}
 	divideGo(dt, buf, n)
