@@ -259,3 +259,16 @@ func BenchmarkTCPLoopbackPingPong(b *testing.B) {
 	}
 	b.ReportMetric(float64(time.Since(t0).Nanoseconds())/float64(b.N)/2/1e3, "µs/one-way")
 }
+
+// BenchmarkMemcpy is the ceiling for large transfers: one copy on one core.
+func BenchmarkMemcpy(b *testing.B) {
+	for _, n := range throughputSizes {
+		b.Run(sizeName(n), func(b *testing.B) {
+			src, dst := pattern(n, 1), make([]byte, n)
+			b.SetBytes(int64(n))
+			for range b.N {
+				copy(dst, src)
+			}
+		})
+	}
+}

@@ -18,10 +18,11 @@ type Config struct {
 	// a multiple of 64 (default 64 KiB). Larger messages span several slots.
 	SlotSize int
 	// SpinTime is how long a waiter polls without yielding the processor
-	// before it starts yielding (default 20µs; negative: no spinning).
+	// before it starts yielding (default 10µs; negative: no spinning).
 	SpinTime time.Duration
-	// YieldTime is how long a waiter then polls with runtime.Gosched between
-	// polls before it sleeps on a futex (default 200µs; negative: none).
+	// YieldTime is how long a waiter then polls, yielding the processor to
+	// other goroutines and threads between polls, before it sleeps on a
+	// futex (default 200µs; negative: none).
 	YieldTime time.Duration
 	// LivenessInterval is how often peers are checked for death or Close,
 	// and the longest a futex sleep lasts (default 100ms).
@@ -47,7 +48,7 @@ const (
 	defaultDir              = "/dev/shm"
 	defaultSlots            = 64
 	defaultSlotSize         = 64 << 10
-	defaultSpinTime         = 20 * time.Microsecond
+	defaultSpinTime         = 10 * time.Microsecond
 	defaultYieldTime        = 200 * time.Microsecond
 	defaultLivenessInterval = 100 * time.Millisecond
 	defaultHeartbeatTimeout = 10 * time.Second

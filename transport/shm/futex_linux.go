@@ -2,6 +2,7 @@ package shm
 
 import (
 	"fmt"
+	"runtime"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -41,7 +42,14 @@ func futexWakeAll(addr *atomic.Uint32) {
 		futexWakeOp, uintptr(1<<31-1), 0, 0, 0)
 }
 
-// ring bumps the eventcount word and wakes its sleepers, but only when the
+// yield lets other goroutines, then other threads and processes (the peer
+// we wait for, on a busy machine), run before we poll again.
+func yield() {
+	runtime.Gosched()
+	_, _, _ = syscall.RawSyscall(syscall.SYS_SCHED_YIELD, 0, 0, 0) // cannot fail
+}
+
+// ringBell bumps the eventcount word and wakes its sleepers, but only when the
 // waiters flag says someone may sleep, so a busy link makes no system calls.
 func ringBell(waiters, word *atomic.Uint32) {
 	if waiters.Load() != 0 {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
-	"runtime"
 	"time"
 
 	"github.com/hccl-go/hccl-go/transport"
@@ -101,7 +100,7 @@ func (e *Endpoint) pollFor(ctx context.Context, r *request) error {
 			return nil
 		}
 		if elapsed >= spinEnd {
-			runtime.Gosched()
+			yield()
 		}
 	}
 }

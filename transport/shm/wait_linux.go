@@ -2,7 +2,6 @@ package shm
 
 import (
 	"context"
-	"runtime"
 	"sync/atomic"
 	"time"
 )
@@ -43,7 +42,7 @@ func (e *Endpoint) wait(ctx context.Context, ready func() bool, check func() err
 			continue
 		}
 		if elapsed < yieldEnd {
-			runtime.Gosched()
+			yield()
 			continue
 		}
 		if stopWake == nil {
