@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"math"
 	"os"
 	"time"
 )
@@ -14,14 +13,16 @@ import (
 //	{
 //	  "format": "hccl-go-topo", "version": 1,
 //	  "ranks": [{"host": "node-a", "numa": 0}, ...],          // index = rank
-//	  "default_link": {"latency_us": 5, "gbytes_per_s": 1.25}, // optional
-//	  "links": [{"ranks": [0, 1], "latency_us": 1, "gbytes_per_s": 10}, ...]
+//	  "default_link": {"latency_ns": 5000, "bytes_per_s": 1.25e9}, // optional
+//	  "links": [{"ranks": [0, 1], "latency_ns": 1000, "bytes_per_s": 1e10}, ...]
 //	}
 //
-// Latencies are one-way, in microseconds; bandwidths in 1e9 bytes per
-// second. Every pair of ranks needs a link: listed once in "links" (either
-// order), or else taken from "default_link". Save writes every pair
-// explicitly. Unknown fields are errors, so typos do not pass silently.
+// Latencies are one-way, in nanoseconds; bandwidths in bytes per second.
+// These units make Save and Load exact, so a reloaded graph gives the very
+// same ring. Every pair of ranks needs a link: listed once in "links"
+// (either order), or else taken from "default_link". Save writes every
+// pair explicitly. Unknown fields are errors, so typos do not pass
+// silently.
 
 const (
 	fileFormat  = "hccl-go-topo"
@@ -34,8 +35,8 @@ type fileRank struct {
 }
 
 type fileLinkValue struct {
-	LatencyUs  float64 `json:"latency_us"`
-	GBytesPerS float64 `json:"gbytes_per_s"`
+	LatencyNs int64   `json:"latency_ns"`
+	BytesPerS float64 `json:"bytes_per_s"`
 }
 
 type fileLink struct {
@@ -52,17 +53,11 @@ type fileGraph struct {
 }
 
 func (v fileLinkValue) link() Link {
-	return Link{
-		Latency:   time.Duration(math.Round(v.LatencyUs * float64(time.Microsecond))),
-		Bandwidth: v.GBytesPerS * 1e9,
-	}
+	return Link{Latency: time.Duration(v.LatencyNs), Bandwidth: v.BytesPerS}
 }
 
 func fileValue(l Link) fileLinkValue {
-	return fileLinkValue{
-		LatencyUs:  float64(l.Latency) / float64(time.Microsecond),
-		GBytesPerS: l.Bandwidth / 1e9,
-	}
+	return fileLinkValue{LatencyNs: int64(l.Latency), BytesPerS: l.Bandwidth}
 }
 
 // MarshalJSON writes the graph in the topology file format, every pair

@@ -52,18 +52,41 @@ func (g *Graph) Score(ring []int) RingScore {
 	return s
 }
 
-// OrderRing returns the best ring over g's ranks by RingScore: exact up to
-// ExactRingMaxRanks ranks, HeuristicRing beyond. The ring starts at rank 0
-// and its second rank is lower than its last, so every rank that runs
-// OrderRing on the same graph gets the same slice.
+// DefaultRingTolerance is OrderRing's tolerance: rings whose slowest link
+// is within 10% of the best possible one count as equally fast, and among
+// them the one with the most total bandwidth (then the least latency)
+// wins. Measured bandwidths carry a few percent of noise; without the
+// tolerance, noise on one slow link would decide between rings that
+// differ in how often they cross between hosts.
+const DefaultRingTolerance = 0.1
+
+// OrderRing returns the best ring over g's ranks (see ExactRing) with
+// DefaultRingTolerance: exact up to ExactRingMaxRanks ranks, HeuristicRing
+// beyond. The ring starts at rank 0 and its second rank is lower than its
+// last, so every rank that runs OrderRing on the same graph gets the same
+// slice.
 func OrderRing(g *Graph) []int {
 	if g.Size() <= ExactRingMaxRanks {
-		ring, err := ExactRing(g)
+		ring, err := ExactRing(g, DefaultRingTolerance)
 		if err == nil {
 			return ring
 		}
 	}
-	return HeuristicRing(g)
+	return HeuristicRing(g, DefaultRingTolerance)
+}
+
+// checkTolerance accepts a tolerance in [0, 1).
+func checkTolerance(tol float64) error {
+	if !(tol >= 0 && tol < 1) {
+		return fmt.Errorf("ring tolerance %g outside [0, 1)", tol)
+	}
+	return nil
+}
+
+// admissible is the lowest bottleneck (scaled) a ring may have when the
+// best is b and the tolerance tol.
+func admissible(b int64, tol float64) int64 {
+	return max(1, int64(math.Ceil(float64(b)*(1-tol))))
 }
 
 // canonicalRing rotates ring to start at rank 0 and orients it so that its

@@ -5,22 +5,29 @@ import (
 	"math"
 )
 
-// ExactRing returns the best ring by RingScore, found by dynamic
-// programming over subsets of ranks (a bottleneck travelling-salesman
-// problem), for at most ExactRingMaxRanks ranks.
+// ExactRing returns the best ring, found by dynamic programming over
+// subsets of ranks (a bottleneck travelling-salesman problem), for at most
+// ExactRingMaxRanks ranks. The best ring has the most total bandwidth,
+// then the least total latency, among the rings whose slowest link is at
+// least (1-tolerance)·B, B the best bottleneck of any ring; with tolerance
+// 0 it is the best by RingScore.
 //
 // Rank 0 starts every path; a state is (set of ranks visited, last rank).
 //
 //  1. Forward, the best bottleneck of a path reaching each state; closing
 //     the cycle gives the optimal bottleneck B.
-//  2. Backward, over links of bandwidth >= B only, the best (total
-//     bandwidth, total latency) of completing the cycle from each state.
+//  2. Backward, over links of bandwidth >= (1-tolerance)·B only, the best
+//     (total bandwidth, total latency) of completing the cycle from each
+//     state.
 //  3. Forward again from rank 0, taking at each step the lowest-numbered
 //     rank that keeps the optimum: among equally good rings, the
 //     lexicographically smallest, so the answer is unique.
 //
 // Sums are in scaled integers (ring_key.go), so equal rings tie exactly.
-func ExactRing(g *Graph) ([]int, error) {
+func ExactRing(g *Graph, tolerance float64) ([]int, error) {
+	if err := checkTolerance(tolerance); err != nil {
+		return nil, fmt.Errorf("exact ring: %w", err)
+	}
 	n := g.Size()
 	if n > ExactRingMaxRanks {
 		return nil, fmt.Errorf("exact ring: %d ranks, at most %d", n, ExactRingMaxRanks)
@@ -33,7 +40,7 @@ func ExactRing(g *Graph) ([]int, error) {
 		return ring, nil
 	}
 	d := newRingDP(newQGraph(g))
-	b := d.bestBottleneck()
+	b := admissible(d.bestBottleneck(), tolerance)
 	d.completions(b)
 	ring, err := d.reconstruct(b)
 	if err != nil {

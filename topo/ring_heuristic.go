@@ -23,11 +23,16 @@ const heuristicBudget = 16_000_000
 //     (2-opt and or-opt moves of segments of 1-3 ranks, restarted from
 //     "double-bridge" kicks drawn from a fixed seed) minimises the number
 //     of links slower than B; B is reached when none remains.
-//  3. The same search, links slower than the best B counted as bad,
+//  3. The same search, links slower than (1-tolerance)·B counted as bad,
 //     maximises the total bandwidth, then minimises the total latency.
 //
+// A tolerance outside [0, 1) counts as 0.
+//
 // Its quality against ExactRing is measured in TestHeuristicQuality.
-func HeuristicRing(g *Graph) []int {
+func HeuristicRing(g *Graph, tolerance float64) []int {
+	if checkTolerance(tolerance) != nil {
+		tolerance = 0
+	}
 	n := g.Size()
 	if n <= 3 {
 		ring := make([]int, n)
@@ -52,7 +57,8 @@ func HeuristicRing(g *Graph) []int {
 			hi = mid - 1
 		}
 	}
-	return canonicalRing(ls.search(best, objective{threshold: ls.q.quantBW(vals[lo]), sums: true}))
+	final := objective{threshold: admissible(ls.q.quantBW(vals[lo]), tolerance), sums: true}
+	return canonicalRing(ls.search(best, final))
 }
 
 // distinctBandwidths lists the links' bandwidths, sorted, without repeats.
