@@ -67,6 +67,12 @@ func (e *Endpoint) recvCMA(l *link, s []byte, m *landing) error {
 		return nil // arrive completed it
 	}
 	e.mu.Lock()
+	if m.req == nil && m.msg == nil { // discarded: nobody wants the bytes
+		m.got = m.n
+		e.complete(m)
+		e.mu.Unlock()
+		return nil
+	}
 	dst := []byte(nil)
 	if m.req != nil {
 		dst = m.req.buf

@@ -84,7 +84,9 @@ func (e *Endpoint) pollFor(ctx context.Context, r *request) error {
 	yieldEnd := spinEnd + e.cfg.YieldTime
 	for {
 		if e.token.TryLock() {
-			e.pollAll()
+			if !e.closed.Load() { // Close unmaps the rings after its own turn with token
+				e.pollAll()
+			}
 			e.token.Unlock()
 		}
 		if r.done.Load() {
