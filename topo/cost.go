@@ -151,6 +151,36 @@ func (m *CostModel) Groups() [][]int {
 	return out
 }
 
+// Summary describes the model in a few lines, for logs (HCCL_GO_DEBUG=INFO):
+// ranks and hosts, the ring, its slowest link, the hierarchy groups.
+func (m *CostModel) Summary() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d ranks on %d hosts\n", m.t.Size(), m.t.NumHosts())
+	slowest, latency := math.Inf(1), time.Duration(0)
+	for i, a := range m.ring {
+		if len(m.ring) > 1 {
+			l := m.t.Link(a, m.ring[(i+1)%len(m.ring)])
+			slowest = min(slowest, l.Bandwidth)
+			latency += l.Latency
+		}
+	}
+	if len(m.ring) <= 32 {
+		fmt.Fprintf(&b, "ring %v", m.ring)
+	} else {
+		fmt.Fprintf(&b, "ring %v ... %v", m.ring[:16], m.ring[len(m.ring)-8:])
+	}
+	fmt.Fprintf(&b, ": slowest link %s, latency sum %v\n", FormatBandwidth(slowest), latency)
+	switch {
+	case m.groups == nil:
+		b.WriteString("hierarchy: none\n")
+	case len(m.groups) <= 16:
+		fmt.Fprintf(&b, "hierarchy: %d groups of %d: %v\n", len(m.groups), len(m.groups[0]), m.groups)
+	default:
+		fmt.Fprintf(&b, "hierarchy: %d groups of %d\n", len(m.groups), len(m.groups[0]))
+	}
+	return b.String()
+}
+
 // NormalizeOp maps the spellings of an op ("all_reduce", "AllReduce",
 // "allreduce") to its constant.
 func NormalizeOp(op string) (string, error) {
@@ -224,9 +254,21 @@ func (m *CostModel) PredictRing(op string, ring []int, nbytes int) (time.Duratio
 // time, and the prediction of every algorithm that applies. Ties go to the
 // algorithm listed first by Algorithms.
 func (m *CostModel) Choose(op string, nbytes int) (algo string, predicted time.Duration, all map[string]time.Duration, err error) {
+	return m.ChooseFrom(op, nbytes, nil)
+}
+
+// ChooseFrom is Choose among the given algorithms only (those that do not
+// apply are skipped; nil: all), for a caller that implements a subset.
+func (m *CostModel) ChooseFrom(op string, nbytes int, allowed []string) (algo string, predicted time.Duration, all map[string]time.Duration, err error) {
 	algos, err := m.Algorithms(op)
 	if err != nil {
 		return "", 0, nil, err
+	}
+	if allowed != nil {
+		algos = slices.DeleteFunc(algos, func(a string) bool { return !slices.Contains(allowed, a) })
+		if len(algos) == 0 {
+			return "", 0, nil, fmt.Errorf("none of the algorithms %q applies to %s here", allowed, op)
+		}
 	}
 	all = make(map[string]time.Duration, len(algos))
 	for _, a := range algos {

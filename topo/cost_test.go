@@ -202,3 +202,18 @@ func TestHierarchyGroups(t *testing.T) {
 		})
 	}
 }
+
+func TestChooseFromAndSummary(t *testing.T) {
+	m := newModel(t, twoLevel([]string{"a", "a", "b", "b"}, 5e9, 125e6), Params{})
+	algo, _, all, err := m.ChooseFrom(OpAllReduce, 64*mib, []string{AlgoRing, AlgoRD, "nonsense"})
+	require.NoError(t, err)
+	assert.Equal(t, AlgoRing, algo)
+	assert.Len(t, all, 2)
+	_, _, _, err = m.ChooseFrom(OpBroadcast, 64*mib, []string{AlgoHier})
+	assert.ErrorContains(t, err, "none of the algorithms")
+	s := m.Summary()
+	t.Log("\n" + s)
+	assert.Contains(t, s, "4 ranks on 2 hosts")
+	assert.Contains(t, s, "ring [0 1 2 3]: slowest link 0.125 GB/s")
+	assert.Contains(t, s, "hierarchy: 2 groups of 2: [[0 1] [2 3]]")
+}

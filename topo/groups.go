@@ -1,6 +1,7 @@
 package topo
 
 import (
+	"cmp"
 	"slices"
 )
 
@@ -20,12 +21,7 @@ func HierarchyGroups(g *Graph) [][]int {
 	if hosts, _ := GroupHosts(g.HostIDs()); equalGroups(hosts, g.Size()) {
 		return hosts
 	}
-	for _, b := range slices.Backward(distinctBandwidths(g)) {
-		if groups := components(g, b); equalGroups(groups, g.Size()) {
-			return groups
-		}
-	}
-	return nil
+	return fastClusters(g)
 }
 
 // equalGroups: at least two groups, of equal size of at least two.
@@ -41,34 +37,86 @@ func equalGroups(groups [][]int, n int) bool {
 	return true
 }
 
-// components are the connected components of the links of bandwidth >= b,
-// each sorted, ordered by lowest rank.
-func components(g *Graph, b float64) [][]int {
+// fastClusters adds links from the fastest down (Kruskal's order) to a
+// union-find and stops after the first bandwidth level at which the
+// components are k >= 2 equal groups of 2 or more: O(n² log n).
+func fastClusters(g *Graph) [][]int {
 	n := g.Size()
-	comp := make([]int, n)
-	for i := range comp {
-		comp[i] = -1
+	type edge struct {
+		a, b int
+		bw   float64
 	}
-	var groups [][]int
-	for start := 0; start < n; start++ {
-		if comp[start] >= 0 {
-			continue
+	edges := make([]edge, 0, n*(n-1)/2)
+	for a := 0; a < n; a++ {
+		for b := a + 1; b < n; b++ {
+			edges = append(edges, edge{a, b, g.Bandwidth(a, b)})
 		}
-		id := len(groups)
-		members := []int{start}
-		comp[start] = id
-		for k := 0; k < len(members); k++ {
-			for j := 0; j < n; j++ {
-				if comp[j] < 0 && j != members[k] && g.Bandwidth(members[k], j) >= b {
-					comp[j] = id
-					members = append(members, j)
-				}
-			}
-		}
-		slices.Sort(members)
-		groups = append(groups, members)
 	}
-	return groups
+	slices.SortStableFunc(edges, func(x, y edge) int { return cmp.Compare(y.bw, x.bw) })
+	u := newUnionFind(n)
+	for i, e := range edges {
+		u.union(e.a, e.b)
+		if i+1 < len(edges) && edges[i+1].bw == e.bw {
+			continue // finish the level first
+		}
+		if k := u.sets; k >= 2 && k < n && n%k == 0 && u.largest == n/k {
+			return u.groups()
+		}
+	}
+	return nil
+}
+
+// unionFind tracks connected components, their count and the largest size.
+type unionFind struct {
+	parent, size  []int
+	sets, largest int
+}
+
+func newUnionFind(n int) *unionFind {
+	u := &unionFind{parent: make([]int, n), size: make([]int, n), sets: n, largest: 1}
+	for i := range u.parent {
+		u.parent[i], u.size[i] = i, 1
+	}
+	return u
+}
+
+func (u *unionFind) find(a int) int {
+	for u.parent[a] != a {
+		u.parent[a] = u.parent[u.parent[a]]
+		a = u.parent[a]
+	}
+	return a
+}
+
+func (u *unionFind) union(a, b int) {
+	ra, rb := u.find(a), u.find(b)
+	if ra == rb {
+		return
+	}
+	if u.size[ra] < u.size[rb] {
+		ra, rb = rb, ra
+	}
+	u.parent[rb] = ra
+	u.size[ra] += u.size[rb]
+	u.sets--
+	u.largest = max(u.largest, u.size[ra])
+}
+
+// groups lists the components, each sorted, ordered by lowest rank.
+func (u *unionFind) groups() [][]int {
+	index := make(map[int]int)
+	var out [][]int
+	for r := range u.parent {
+		root := u.find(r)
+		k, ok := index[root]
+		if !ok {
+			k = len(out)
+			index[root] = k
+			out = append(out, nil)
+		}
+		out[k] = append(out[k], r)
+	}
+	return out
 }
 
 // clusterGroups are a Cluster's hosts, when hierarchy applies.

@@ -8,7 +8,7 @@ import (
 
 // ExactRingMaxRanks is the largest communicator whose ring OrderRing finds
 // exactly (dynamic programming over subsets: 2^(n-1)·n² steps, 16 ranks in
-// about 50 ms); beyond it OrderRing uses the heuristic.
+// about 70 ms of CPU); beyond it OrderRing uses the heuristic.
 const ExactRingMaxRanks = 16
 
 // RingScore measures a ring. Rings compare by Bottleneck (higher is

@@ -70,15 +70,11 @@ func describe(path string, out io.Writer) error {
 		return err
 	}
 	start := time.Now()
-	ring := topo.OrderRing(g)
-	elapsed := time.Since(start)
-	s := g.Score(ring)
-	hosts, _ := topo.GroupHosts(g.HostIDs())
-	fmt.Fprintf(out, "%d ranks on %d hosts\n", g.Size(), len(hosts))
-	fmt.Fprintf(out, "ring: %v (found in %v)\n", ring, elapsed.Round(time.Microsecond))
-	fmt.Fprintf(out, "ring bottleneck %s, total %s, latency sum %v\n",
-		topo.FormatBandwidth(s.Bottleneck), topo.FormatBandwidth(s.TotalBandwidth),
-		time.Duration(s.TotalLatency*1e9))
-	fmt.Fprintf(out, "hierarchy groups: %v\n", topo.HierarchyGroups(g))
+	m, err := topo.NewCostModel(g, topo.Params{})
+	if err != nil {
+		return err
+	}
+	fmt.Fprint(out, m.Summary())
+	fmt.Fprintf(out, "(ring and groups found in %v)\n", time.Since(start).Round(time.Microsecond))
 	return nil
 }

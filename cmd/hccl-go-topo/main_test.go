@@ -32,8 +32,8 @@ func TestRing(t *testing.T) {
 	require.NoError(t, c.Graph().Save(path))
 	var out bytes.Buffer
 	require.NoError(t, run([]string{"ring", path}, &out))
-	assert.Contains(t, out.String(), "ring: [0 1 2 3]")
-	assert.Contains(t, out.String(), "hierarchy groups: [[0 1] [2 3]]")
+	assert.Contains(t, out.String(), "ring [0 1 2 3]")
+	assert.Contains(t, out.String(), "hierarchy: 2 groups of 2: [[0 1] [2 3]]")
 }
 
 func TestErrors(t *testing.T) {
