@@ -75,7 +75,9 @@ func (c ProbeConfig) withDefaults() (ProbeConfig, error) {
 // largest transfer's time less the small round trip).
 //
 // Assemble the rows of all ranks with GraphFromRows (after exchanging
-// them, e.g. with EncodeRow and an all-gather).
+// them, e.g. with EncodeRow and an all-gather). When one rank fails, its
+// partners wait in Ping or Barrier until their ctx ends: give it a
+// deadline (or cancel it) as for any collective.
 func Probe(ctx context.Context, rank int, hostIDs []string, links ProbeLinks, cfg ProbeConfig) ([]Link, error) {
 	n := len(hostIDs)
 	if rank < 0 || rank >= n {
