@@ -220,6 +220,19 @@ static inline v_u32 bf16_pack(v_f32 even, v_f32 odd) {
     return (bf16_round_hi(odd) & 0xffff0000u) | (bf16_round_hi(even) >> 16);
 }
 
+// The same rounding without the NaN case, valid only for the results of
+// hardware + and * on widened bfloat16 operands: such a NaN is quiet and its
+// low 16 bits are zero, so the rounding add cannot carry and keeps it as is.
+// (Max/Min may return a signalling NaN operand unchanged: they need the
+// full version.)
+static inline v_u32 bf16_round_hi_arith(v_f32 f) {
+    v_u32 b = (v_u32)f;
+    return b + 0x7fff + ((b >> 16) & 1);
+}
+static inline v_u32 bf16_pack_arith(v_f32 even, v_f32 odd) {
+    return (bf16_round_hi_arith(odd) & 0xffff0000u) | (bf16_round_hi_arith(even) >> 16);
+}
+
 // float16 <-> float32 on vectors: F16C where the level has it.
 #if HG_F16C == 512
 static inline v_f32 vload_f16(const unsigned char *p) {
@@ -340,7 +353,7 @@ DEFINE_FLOAT_OPS(f64, double, v_f64)
         }                                                                                        \
         HALF_TAIL(H, SEXPR)                                                                      \
     }
-#define DEFINE_BF16_BINARY(NAME, VEXPR, SEXPR)                                                   \
+#define DEFINE_BF16_BINARY(NAME, PACK, VEXPR, SEXPR)                                                 \
     static void NAME(unsigned char *d, const unsigned char *a, const unsigned char *b, size_t nb) { \
         size_t i = 0;                                                                            \
         UNROLL for (; i + HG_VBYTES <= nb; i += HG_VBYTES) {                                     \
@@ -352,7 +365,7 @@ DEFINE_FLOAT_OPS(f64, double, v_f64)
             even = (VEXPR);                                                                      \
             x = bf16_odd(p), y = bf16_odd(q);                                                    \
             odd = (VEXPR);                                                                       \
-            r = bf16_pack(even, odd);                                                            \
+            r = PACK(even, odd);                                                                 \
             STORE(d + i, r);                                                                     \
         }                                                                                        \
         HALF_TAIL(bf16, SEXPR)                                                                   \
@@ -401,10 +414,10 @@ static inline void vstore_f16(unsigned char *p, v_f32 f) { (void)p; (void)f; }
 #endif
 
 #define DEFINE_HALF_OPS(H, VEC16, BINARY)                                                              \
-    BINARY(sum_##H, x + y, x + y)                                        \
-    BINARY(prod_##H, x * y, x * y)                                       \
-    BINARY(max_##H, vmax_f32(x, y), smax_f32(x, y))                      \
-    BINARY(min_##H, vmin_f32(x, y), smin_f32(x, y))                      \
+    BINARY(sum_##H, ARITH, x + y, x + y)                                        \
+    BINARY(prod_##H, ARITH, x * y, x * y)                                       \
+    BINARY(max_##H, FULL, vmax_f32(x, y), smax_f32(x, y))                      \
+    BINARY(min_##H, FULL, vmin_f32(x, y), smin_f32(x, y))                      \
     DEFINE_FROM16(sum_from_##H, H, VEC16, x + y, x + y)                                        \
     DEFINE_FROM16(prod_from_##H, H, VEC16, x * y, x * y)                                       \
     DEFINE_FROM16(max_from_##H, H, VEC16, vmax_f32(x, y), smax_f32(x, y))                      \
@@ -428,9 +441,14 @@ static inline void vstore_f16(unsigned char *p, v_f32 f) { (void)p; (void)f; }
         }                                                                                      \
         return 0;                                                                              \
     }
-#define F16_BINARY(NAME, VEXPR, SEXPR) DEFINE_HALF_BINARY(NAME, f16, HG_VEC_F16, VEXPR, SEXPR)
+// BINARY(NAME, PACK, VEXPR, SEXPR): PACK is ARITH or FULL, the bfloat16
+// rounding to use (float16 has one).
+#define F16_BINARY(NAME, PACK, VEXPR, SEXPR) DEFINE_HALF_BINARY(NAME, f16, HG_VEC_F16, VEXPR, SEXPR)
+#define BF16_BINARY(NAME, PACK, VEXPR, SEXPR) DEFINE_BF16_BINARY(NAME, bf16_pack_##PACK, VEXPR, SEXPR)
+#define bf16_pack_ARITH bf16_pack_arith
+#define bf16_pack_FULL bf16_pack
 DEFINE_HALF_OPS(f16, HG_VEC_F16, F16_BINARY)
-DEFINE_HALF_OPS(bf16, 1, DEFINE_BF16_BINARY)
+DEFINE_HALF_OPS(bf16, 1, BF16_BINARY)
 
 // ---- scale, divide, convert ----------------------------------------------
 
