@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"runtime"
 	"syscall"
+	"time"
 	"unsafe"
 
 	"github.com/hccl-go/hccl-go/transport"
@@ -15,11 +16,14 @@ import (
 // Single-copy transfers (cross-memory attach). For a large message the
 // sender publishes one slot holding the address of its buffer and waits;
 // the receiver reads the buffer with process_vm_readv straight into the
-// receive's buffer, then frees the slot, which is the sender's
-// acknowledgement. If the kernel refuses the read (ptrace rules, seccomp,
-// ENOSYS), the receiver sets the ring's cmaRefused flag before freeing the
-// slot; the sender then sends the same bytes through the ring as
-// continuation slots, and never tries single-copy on that ring again.
+// posted receive's buffer, then frees the slot, which is the sender's
+// acknowledgement. Two answers send the bytes through the ring instead, as
+// continuation slots: "not now" (cmaNack = the slot's position+1) when no
+// receive was posted within a short patience, since reading into storage of
+// our own would cost more than the ring (which also lets a receive posted
+// mid-way take the rest in place); and "never" (cmaRefused) when the kernel
+// refuses the read (ptrace rules, seccomp, ENOSYS), after which the sender
+// stops offering on that ring.
 
 // errCMA is the cause of a forced refusal (Config.forceCMARefusal).
 var errCMA = errors.New("process_vm_readv refused (forced by configuration)")
@@ -54,36 +58,68 @@ func (e *Endpoint) sendCMA(ctx context.Context, l *link, tag transport.Tag, data
 		return false, err
 	}
 	e.cmaSent.Add(1)
-	return o.r.cmaRefused().Load() == 0, nil
+	ringPath := o.r.cmaRefused().Load() != 0 || o.r.cmaNack().Load() == pos+1
+	return !ringPath, nil
 }
 
-// recvCMA reads a single-copy message announced in slot s into where m
-// lands. The caller holds token, so nobody cancels or closes a receive
-// while its buffer is being written outside mu. A refused read turns m into
-// a message whose bytes come through the ring.
+// errDeferred means the single-copy offer at the head of a ring waits a
+// little for its receive to be posted.
+var errDeferred = errors.New("single-copy offer waits for its receive")
+
+// cmaPatience is how long a single-copy offer of n bytes waits for its
+// receive: about the time the copy itself takes, at most 200µs.
+func cmaPatience(n int) time.Duration {
+	return min(time.Duration(n/10)*time.Nanosecond, 200*time.Microsecond)
+}
+
+// consumeCMA answers the single-copy offer of a message of n bytes under tag
+// in slot s: read it into the posted receive, or, when none comes within
+// the patience, have the sender use the ring. The caller holds token.
+func (e *Endpoint) consumeCMA(l *link, s []byte, tag transport.Tag, n int) error {
+	ir := l.in
+	e.mu.Lock()
+	q := e.queues[key{ir.peer, tag}]
+	posted := (q != nil && len(q.posted) > 0) || e.matchClosed || e.peerErr[ir.peer] != nil
+	if !posted {
+		now := time.Now()
+		if ir.offerSeen.IsZero() {
+			ir.offerSeen = now
+		}
+		if now.Sub(ir.offerSeen) < cmaPatience(n) {
+			e.mu.Unlock()
+			return errDeferred
+		}
+	}
+	ir.offerSeen = time.Time{}
+	m := e.arrive(ir.peer, tag, n)
+	e.mu.Unlock()
+	if !posted {
+		e.cmaNacks.Add(1)
+		ir.r.cmaNack().Store(ir.pos + 1) // before the slot is freed: the sender reads it then
+		ir.cur = m
+		return nil
+	}
+	return e.recvCMA(l, s, m)
+}
+
+// recvCMA reads the single-copy message announced in slot s into the
+// receive m lands in. The caller holds token, so nobody cancels or closes
+// that receive while its buffer is written outside mu. A refused read
+// turns m into a message whose bytes come through the ring.
 func (e *Endpoint) recvCMA(l *link, s []byte, m *landing) error {
 	addr := uintptr(binary.LittleEndian.Uint64(s[sInline:]))
-	if m.n == 0 {
-		return nil // arrive completed it
-	}
 	e.mu.Lock()
-	if m.req == nil && m.msg == nil { // discarded: nobody wants the bytes
+	var dst []byte
+	if m.req != nil {
+		dst = m.req.buf
+	}
+	if dst == nil { // discarded (closed, failed peer, size mismatch)
 		m.got = m.n
 		e.complete(m)
 		e.mu.Unlock()
 		return nil
 	}
-	dst := []byte(nil)
-	if m.req != nil {
-		dst = m.req.buf
-	}
 	e.mu.Unlock()
-	private := dst == nil
-	if private {
-		// Nobody waits yet: read into storage of its own (a Recv may
-		// claim the message meanwhile; see below).
-		dst = make([]byte, m.n)
-	}
 	err := e.readPeer(int(l.hdr.field(hPid)), addr, dst)
 	if l.in.r.aborted().Load() != 0 {
 		// The sender gave up while we read: its buffer may have changed.
@@ -97,19 +133,9 @@ func (e *Endpoint) recvCMA(l *link, s []byte, m *landing) error {
 	}
 	e.cmaReceived.Add(1)
 	e.mu.Lock()
-	defer e.mu.Unlock()
-	switch {
-	case !private:
-		m.got = m.n
-		e.complete(m)
-	case m.msg != nil:
-		m.msg.pieces = append(m.msg.pieces, dst)
-		m.got = m.n
-		e.complete(m)
-	default: // claimed or discarded meanwhile: land it as one chunk
-		m.got = 0
-		e.landChunk(m, dst)
-	}
+	m.got = m.n
+	e.complete(m)
+	e.mu.Unlock()
 	return nil
 }
 

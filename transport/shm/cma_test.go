@@ -13,21 +13,22 @@ import (
 	"github.com/hccl-go/hccl-go/transport"
 )
 
-// exchangeLarge sends count messages of n bytes from eps[0] to eps[1], half
-// of them before the receive is posted, and checks them.
-func exchangeLarge(t *testing.T, eps []*Endpoint, n, count int) {
+// exchangeLarge sends count messages of n bytes from eps[0] to eps[1], and
+// checks them. Message i is sent after its receive is posted when
+// postedFirst(i), else well before.
+func exchangeLarge(t *testing.T, eps []*Endpoint, n, count int, postedFirst func(i int) bool) {
 	ctx := testContext(t)
 	for i := range count {
 		msg := pattern(n, byte(i))
 		got := make([]byte, n)
 		var wg sync.WaitGroup
-		if i%2 == 0 { // receive posted first
+		if postedFirst(i) {
 			wg.Go(func() { assert.NoError(t, eps[1].Recv(ctx, 0, 5, got)) })
-			time.Sleep(2 * time.Millisecond)
+			time.Sleep(10 * time.Millisecond)
 			require.NoError(t, eps[0].Send(ctx, 1, 5, msg))
 		} else { // message first: the reader stores it, a later Recv claims it
 			wg.Go(func() { assert.NoError(t, eps[0].Send(ctx, 1, 5, msg)) })
-			time.Sleep(2 * time.Millisecond)
+			time.Sleep(10 * time.Millisecond)
 			require.NoError(t, eps[1].Recv(ctx, 0, 5, got))
 		}
 		wg.Wait()
@@ -35,17 +36,33 @@ func exchangeLarge(t *testing.T, eps []*Endpoint, n, count int) {
 	}
 }
 
+func always(int) bool { return true }
+func never(int) bool  { return false }
+
+// TestCMASingleCopy: a large message whose receive is posted is read
+// straight into it.
 func TestCMASingleCopy(t *testing.T) {
 	eps := connectAll(t, 2, Config{Dir: shmDir(t)}, true)
-	exchangeLarge(t, eps, 3<<20+1, 4)
-	assert.Equal(t, uint64(4), eps[0].cmaSent.Load())
-	assert.Equal(t, uint64(4), eps[1].cmaReceived.Load())
+	exchangeLarge(t, eps, 3<<20+1, 3, always)
+	assert.Equal(t, uint64(3), eps[0].cmaSent.Load())
+	assert.Equal(t, uint64(3), eps[1].cmaReceived.Load())
 	assert.Zero(t, eps[1].cmaRefusals.Load())
+	assert.Zero(t, eps[1].cmaNacks.Load())
+}
+
+// TestCMAUnexpectedUsesRing: a large message nobody waits for goes through
+// the ring after a short wait, without blocking the sender on the receive.
+func TestCMAUnexpectedUsesRing(t *testing.T) {
+	eps := connectAll(t, 2, Config{Dir: shmDir(t)}, true)
+	exchangeLarge(t, eps, 1<<20+5, 4, func(i int) bool { return i%2 == 1 })
+	assert.Equal(t, uint64(4), eps[0].cmaSent.Load())
+	assert.Equal(t, uint64(2), eps[1].cmaNacks.Load())
+	assert.Equal(t, uint64(2), eps[1].cmaReceived.Load(), "the offer is renewed for the next message")
 }
 
 func TestCMABelowThresholdUsesRing(t *testing.T) {
 	eps := connectAll(t, 2, Config{Dir: shmDir(t), CMAThreshold: 1 << 20}, true)
-	exchangeLarge(t, eps, 1<<20-1, 2)
+	exchangeLarge(t, eps, 1<<20-1, 2, always)
 	assert.Zero(t, eps[0].cmaSent.Load())
 }
 
@@ -55,7 +72,8 @@ func TestCMABelowThresholdUsesRing(t *testing.T) {
 func TestCMAFallback(t *testing.T) {
 	dir := shmDir(t)
 	eps := connectAll(t, 2, Config{Dir: dir, forceCMARefusal: true}, true)
-	exchangeLarge(t, eps, 1<<20+7, 4)
+	exchangeLarge(t, eps, 1<<20+7, 3, always)
+	exchangeLarge(t, eps, 1<<20+7, 1, never)
 	assert.Equal(t, uint64(1), eps[0].cmaSent.Load(), "one attempt, then the ring only")
 	assert.Equal(t, uint64(1), eps[1].cmaRefusals.Load())
 	assert.Zero(t, eps[1].cmaReceived.Load())

@@ -52,7 +52,7 @@ type Endpoint struct {
 	readerDone    chan struct{}
 
 	// counters of single-copy transfers, for tests and benchmarks
-	cmaSent, cmaReceived, cmaRefusals atomic.Uint64
+	cmaSent, cmaReceived, cmaRefusals, cmaNacks atomic.Uint64
 
 	// testAfterSlot, if set, runs after each published slot of a Send
 	// (tests use it to stop a sender mid-message).

@@ -20,7 +20,8 @@ import (
 //	  line 2  closed flag, heartbeat (owner)
 //	  line 3  doorbell: waiters (owner), bell (futex word, bumped by senders)
 //	ring, per sender
-//	  line 0  written by the receiver: tail, spaceSeq (futex word), cmaRefused
+//	  line 0  written by the receiver: tail, spaceSeq (futex word),
+//	          cmaRefused, cmaNack
 //	  line 1  written by the sender: spaceWaiters, aborted
 //	  slots   each a 64-byte header line and slotSize bytes of body
 //
@@ -55,6 +56,7 @@ const (
 	rTail         = 0
 	rSpaceSeq     = 8
 	rCMARefused   = 12
+	rCMANack      = 16 // position+1 of the last single-copy offer answered "use the ring"
 	rSpaceWaiters = lineSize
 	rAborted      = lineSize + 4
 	ringCtrlSize  = 2 * lineSize
@@ -135,6 +137,7 @@ func newRing(seg []byte, off int, g geometry) ring {
 func (r ring) tail() *atomic.Uint64         { return u64At(r.mem, rTail) }
 func (r ring) spaceSeq() *atomic.Uint32     { return u32At(r.mem, rSpaceSeq) }
 func (r ring) cmaRefused() *atomic.Uint32   { return u32At(r.mem, rCMARefused) }
+func (r ring) cmaNack() *atomic.Uint64      { return u64At(r.mem, rCMANack) }
 func (r ring) spaceWaiters() *atomic.Uint32 { return u32At(r.mem, rSpaceWaiters) }
 func (r ring) aborted() *atomic.Uint32      { return u32At(r.mem, rAborted) }
 

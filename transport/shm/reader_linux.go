@@ -2,7 +2,6 @@ package shm
 
 import (
 	"fmt"
-	"runtime"
 	"time"
 
 	"github.com/hccl-go/hccl-go/transport"
@@ -43,13 +42,13 @@ func (e *Endpoint) readLoop() {
 			continue
 		}
 		e.token.Lock()
-		worked := e.pollAll()
+		worked, deferred := e.pollAll()
 		if check {
 			e.checkPeers(now)
 		}
 		e.token.Unlock()
-		if worked {
-			runtime.Gosched() // let a receiver we just completed run
+		if worked || deferred {
+			yield() // let a receiver we just completed, or the one awaited, run
 			continue
 		}
 		e.sleep(time.Until(nextCheck))

@@ -21,6 +21,9 @@ type inRing struct {
 	pos  uint64   // position of the next slot to consume
 	cur  *landing // message whose continuation slots are still to come
 	dead bool     // the peer failed: stop reading
+	// offerSeen is when the single-copy offer at pos was first seen
+	// without a receive for it (zero: none waiting).
+	offerSeen time.Time
 }
 
 func newInRing(peer int, r ring) *inRing { return &inRing{peer: peer, r: r} }
@@ -107,21 +110,24 @@ func (e *Endpoint) pollFor(ctx context.Context, r *request) error {
 	}
 }
 
-// pollAll drains what is ready in every ring and reports whether anything
-// was. The caller holds token.
-func (e *Endpoint) pollAll() bool {
-	worked := false
+// pollAll drains what is ready in every ring. It reports whether anything
+// was, and whether a single-copy offer waits for its receive (to be looked
+// at again soon). The caller holds token.
+func (e *Endpoint) pollAll() (worked, deferred bool) {
 	for _, l := range e.local {
 		if l.in.dead {
 			continue
 		}
 		n, err := e.pollRing(l, 16)
-		if err != nil {
+		switch {
+		case err == errDeferred:
+			deferred = true
+		case err != nil:
 			e.failPeer(l, err, false)
 		}
 		worked = worked || n > 0
 	}
-	return worked
+	return worked, deferred
 }
 
 // pollRing consumes up to max published slots of l's ring and returns how
@@ -182,10 +188,7 @@ func (e *Endpoint) consume(l *link, s []byte) error {
 			ir.cur = m
 		}
 	case kindCMA:
-		e.mu.Lock()
-		m := e.arrive(ir.peer, tag, int(n))
-		e.mu.Unlock()
-		return e.recvCMA(l, s, m)
+		return e.consumeCMA(l, s, tag, int(n))
 	default:
 		return fmt.Errorf("corrupt ring: message kind %d", kind)
 	}
