@@ -16,6 +16,8 @@ Environment:
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
 import shutil
@@ -62,6 +64,19 @@ def _find_go() -> str:
 _go_library_built = False
 
 
+@contextlib.contextmanager
+def _build_lock():
+    """Serializes builds of this tree: concurrent pip installs would write the
+    same libhccl_go.so and object files at once."""
+    (ROOT / "build").mkdir(exist_ok=True)
+    with open(ROOT / "build" / ".build.lock", "w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
 def build_go_library() -> Path:
     """Builds (or copies) libhccl_go.so into python/torch_hccl_go/lib/, once per run."""
     global _go_library_built
@@ -101,7 +116,8 @@ class BuildPy(build_py):
     """Builds the Go library first, so that package data picks it up."""
 
     def run(self) -> None:
-        build_go_library()
+        with _build_lock():
+            build_go_library()
         super().run()
 
 
@@ -109,8 +125,13 @@ class BuildExt(BuildExtension):
     """Builds the Go library, the extension against it, and ships both."""
 
     def run(self) -> None:
-        lib = build_go_library()
-        super().run()
+        # A fixed object directory (pip would use a fresh temporary one) lets
+        # ninja skip the compile when no C++ source changed since last time.
+        tag = f"torch{torch.__version__}-py{sys.version_info.major}{sys.version_info.minor}"
+        self.build_temp = str(ROOT / "build" / f"temp-{tag}")
+        with _build_lock():
+            lib = build_go_library()
+            super().run()
         if not self.inplace and not getattr(self, "editable_mode", False):
             dest = Path(self.build_lib) / "torch_hccl_go" / "lib"
             dest.mkdir(parents=True, exist_ok=True)
@@ -120,7 +141,8 @@ class BuildExt(BuildExtension):
 
 extension = CppExtension(
     name="torch_hccl_go._C",
-    sources=sorted(str(p.relative_to(ROOT)) for p in (PKG_DIR / "csrc").glob("*.cpp")),
+    # One translation unit that includes every csrc/*.cpp (see extension.cpp).
+    sources=[str((PKG_DIR / "csrc" / "extension.cpp").relative_to(ROOT))],
     include_dirs=[str(ROOT / "include"), str(PKG_DIR / "csrc")],
     library_dirs=[str(LIB_DIR)],
     libraries=["hccl_go"],

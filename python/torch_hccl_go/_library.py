@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import torch
@@ -10,9 +11,17 @@ import torch
 _LIB_DIR = Path(__file__).resolve().parent / "lib"
 
 
-def library_path() -> str:
-    """Absolute path of the libhccl_go.so this package loads."""
+def packaged_library_path() -> str:
+    """Absolute path of the libhccl_go.so shipped in this package."""
     return str(_LIB_DIR / "libhccl_go.so")
+
+
+def library_path() -> str:
+    """Absolute path of the libhccl_go.so in use (the packaged one unless
+    LD_LIBRARY_PATH points elsewhere)."""
+    from . import _C
+
+    return os.path.realpath(_C.loaded_library_path() or packaged_library_path())
 
 
 def built_torch_version() -> str | None:

@@ -1,6 +1,8 @@
 // bindings.cpp: the torch_hccl_go._C module. Python does the rendezvous
 // (torch_hccl_go/_rendezvous.py) and calls these.
-#include <torch/extension.h>
+#include <dlfcn.h>
+
+#include <torch/python.h>
 
 #include "backend.hpp"
 #include "errors.hpp"
@@ -31,6 +33,16 @@ int libraryVersion() {
   int v = 0;
   check(hcclGoGetVersion(&v), 0, "hccl_go: hcclGoGetVersion");
   return v;
+}
+
+// The file the dynamic linker actually loaded hcclGoGetVersion from (which
+// LD_LIBRARY_PATH may make differ from the packaged copy).
+std::string loadedLibraryPath() {
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&hcclGoGetVersion), &info) == 0 || info.dli_fname == nullptr) {
+    return "";
+  }
+  return info.dli_fname;
 }
 
 c10::intrusive_ptr<HcclGoBackend> createBackend(int rank, int size, uint64_t listener,
@@ -74,5 +86,6 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
         "hcclGoListen: returns (listener, address peers should dial).");
   m.def("listener_close", &hccl_go::listenerClose, py::arg("listener"), "hcclGoListenerClose.");
   m.def("library_version", &hccl_go::libraryVersion, "hcclGoGetVersion of the loaded libhccl_go.so.");
+  m.def("loaded_library_path", &hccl_go::loadedLibraryPath, "Path of the libhccl_go.so in use.");
   m.attr("HEADER_VERSION") = HCCL_GO_VERSION_CODE;
 }

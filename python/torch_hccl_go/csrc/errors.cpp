@@ -39,7 +39,7 @@ const char* resultName(hcclGoResult_t result) {
 
 namespace {
 
-std::string format(hcclGoResult_t result, const std::string& what, const std::string& detail) {
+std::string formatOpError(hcclGoResult_t result, const std::string& what, const std::string& detail) {
   std::string msg = what + " failed: ";
   msg += detail.empty() ? std::string("(no message from the library)") : detail;
   msg += " [";
@@ -51,7 +51,7 @@ std::string format(hcclGoResult_t result, const std::string& what, const std::st
 }  // namespace
 
 std::exception_ptr makeOpError(hcclGoResult_t result, const std::string& what, const std::string& detail) {
-  std::string msg = format(result, what, detail);
+  std::string msg = formatOpError(result, what, detail);
   switch (result) {
     case hcclGoInvalidArgument:
       return std::make_exception_ptr(c10::ValueError({__func__, __FILE__, __LINE__}, msg));

@@ -1,0 +1,205 @@
+"""Smoke test of the hccl_go backend on 2 ranks: one job touching every
+kind of call once (collectives, p2p, futures, non-contiguous tensors, a few
+DDP steps, errors, comm_info, destroy + re-init). The thorough checks live
+in the other tests of this directory; this one is quick to run after a build:
+
+    .venv/bin/python -m pytest tests/py/test_smoke_backend.py -q
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from harness import BACKEND, run_ranks
+
+pytestmark = pytest.mark.skipif(BACKEND != "hccl_go", reason="checks hccl_go specifics")
+
+
+def _collectives(ctx) -> None:
+    import torch.distributed as dist
+
+    rank, ws = ctx.rank, ctx.world_size
+
+    ctx.progress("all_reduce")
+    t = torch.full((5,), float(rank + 1))
+    dist.all_reduce(t)
+    assert torch.equal(t, torch.full((5,), float(sum(range(1, ws + 1)))))
+    for op, want in [(dist.ReduceOp.MAX, ws), (dist.ReduceOp.MIN, 1), (dist.ReduceOp.AVG, (ws + 1) / 2)]:
+        t = torch.full((3,), float(rank + 1))
+        dist.all_reduce(t, op=op)
+        assert torch.allclose(t, torch.full((3,), float(want))), (op, t)
+    t = torch.ones(4)
+    dist.all_reduce(t, op=dist._make_nccl_premul_sum(0.5))
+    assert torch.allclose(t, torch.full((4,), 0.5 * ws))
+    b = torch.tensor([rank + 1, 3], dtype=torch.int32)
+    dist.all_reduce(b, op=dist.ReduceOp.BOR)
+    assert b.tolist() == [3, 3] if ws == 2 else True
+
+    ctx.progress("non-contiguous all_reduce")
+    base = torch.arange(12.0).reshape(3, 4)
+    view = base[:, ::2]
+    dist.all_reduce(view)
+    assert torch.equal(base[:, ::2], torch.arange(12.0).reshape(3, 4)[:, ::2] * ws)
+    assert torch.equal(base[:, 1::2], torch.arange(12.0).reshape(3, 4)[:, 1::2])
+
+    ctx.progress("dtypes")
+    for dtype in [torch.float16, torch.bfloat16, torch.float64, torch.int8, torch.int64, torch.uint8]:
+        t = torch.ones(7, dtype=dtype)
+        dist.all_reduce(t)
+        assert torch.equal(t, torch.full((7,), ws, dtype=dtype)), dtype
+    c = torch.full((3,), 1 + 2j, dtype=torch.complex64)
+    dist.all_reduce(c)
+    assert torch.equal(c, torch.full((3,), ws * (1 + 2j), dtype=torch.complex64))
+
+    ctx.progress("broadcast")
+    t = torch.arange(6.0) if rank == 1 else torch.zeros(6)
+    dist.broadcast(t, src=1)
+    assert torch.equal(t, torch.arange(6.0))
+
+    ctx.progress("all_gather")
+    outs = [torch.zeros(3) for _ in range(ws)]
+    dist.all_gather(outs, torch.full((3,), float(rank)))
+    assert all(torch.equal(o, torch.full((3,), float(i))) for i, o in enumerate(outs))
+    objs = [None] * ws
+    dist.all_gather_object(objs, {"rank": rank, "pad": "x" * rank * 10})
+    assert [o["rank"] for o in objs] == list(range(ws))
+
+    ctx.progress("all_gather_into_tensor")
+    out = torch.zeros(ws * 4)
+    dist.all_gather_into_tensor(out, torch.full((4,), float(rank)))
+    assert torch.equal(out, torch.arange(ws).float().repeat_interleave(4))
+    out = torch.zeros(ws * 4)
+    out[rank * 4 : rank * 4 + 4] = float(rank) + 10  # in place, as FSDP does
+    dist.all_gather_into_tensor(out, out[rank * 4 : rank * 4 + 4])
+    assert torch.equal(out, (torch.arange(ws).float() + 10).repeat_interleave(4))
+
+    ctx.progress("reduce_scatter_tensor")
+    inp = torch.arange(ws * 2, dtype=torch.float32) * (rank + 1)
+    out = torch.zeros(2)
+    dist.reduce_scatter_tensor(out, inp)
+    factor = sum(range(1, ws + 1))
+    assert torch.equal(out, torch.arange(rank * 2, rank * 2 + 2).float() * factor)
+    outs = torch.zeros(2)
+    dist.reduce_scatter(outs, [torch.full((2,), float(i)) for i in range(ws)])
+    assert torch.equal(outs, torch.full((2,), float(rank * ws)))
+
+    ctx.progress("reduce, gather, scatter")
+    t = torch.full((2,), float(rank + 1))
+    dist.reduce(t, dst=0)
+    if rank == 0:
+        assert torch.equal(t, torch.full((2,), float(factor)))
+    g = [torch.zeros(2) for _ in range(ws)] if rank == 0 else None
+    dist.gather(torch.full((2,), float(rank)), gather_list=g, dst=0)
+    if rank == 0:
+        assert all(torch.equal(x, torch.full((2,), float(i))) for i, x in enumerate(g))
+    out = torch.zeros(3)
+    dist.scatter(out, [torch.full((3,), float(i)) for i in range(ws)] if rank == 1 else None, src=1)
+    assert torch.equal(out, torch.full((3,), float(rank)))
+
+    ctx.progress("all_to_all_single (uneven)")
+    # rank r sends r+1+i rows to rank i
+    in_splits = [rank + 1 + i for i in range(ws)]
+    out_splits = [i + 1 + rank for i in range(ws)]
+    inp = torch.full((sum(in_splits), 2), float(rank))
+    out = torch.zeros(sum(out_splits), 2)
+    dist.all_to_all_single(out, inp, out_splits, in_splits)
+    want = torch.cat([torch.full((out_splits[i], 2), float(i)) for i in range(ws)])
+    assert torch.equal(out, want)
+    outs = [torch.zeros(i + 1) for i in range(ws)]
+    dist.all_to_all(outs, [torch.full((rank + 1,), float(rank)) for _ in range(ws)])
+    assert all(torch.equal(o, torch.full((i + 1,), float(i))) for i, o in enumerate(outs))
+
+    ctx.progress("barrier")
+    dist.barrier()
+
+
+def _p2p_and_async(ctx) -> None:
+    import torch.distributed as dist
+
+    rank, ws = ctx.rank, ctx.world_size
+    peer = (rank + 1) % ws
+    prev = (rank - 1) % ws
+
+    ctx.progress("send/recv")
+    if rank == 0:
+        dist.send(torch.arange(4.0), dst=1)
+        back = torch.zeros(4)
+        dist.recv(back, src=1)
+        assert torch.equal(back, torch.arange(4.0) * 2)
+    elif rank == 1:
+        t = torch.zeros(4)
+        dist.recv(t, src=0)
+        dist.send(t * 2, dst=0)
+
+    ctx.progress("batch_isend_irecv")
+    send = torch.full((1000,), float(rank))
+    recv = torch.zeros(1000)
+    ops = [dist.P2POp(dist.irecv, recv, prev), dist.P2POp(dist.isend, send, peer)]
+    for w in dist.batch_isend_irecv(ops):
+        w.wait()
+    assert torch.equal(recv, torch.full((1000,), float(prev)))
+
+    ctx.progress("async work and futures")
+    t = torch.ones(1 << 16)
+    work = dist.all_reduce(t, async_op=True)
+    fut = work.get_future().then(lambda f: f.value()[0].sum().item())
+    assert work.wait()
+    assert work.is_completed()
+    assert fut.wait() == float(ws * (1 << 16))
+
+    ctx.progress("bad input")
+    with pytest.raises(ValueError, match="BXOR needs an integer"):
+        dist.all_reduce(torch.ones(2), op=dist.ReduceOp.BXOR)
+    with pytest.raises(ValueError, match="supported dtypes"):
+        dist.all_reduce(torch.ones(2, dtype=torch.uint16))
+    with pytest.raises(RuntimeError, match="any source"):
+        dist.recv(torch.zeros(1))
+
+    ctx.progress("comm_info")
+    import torch_hccl_go
+
+    info = torch_hccl_go.comm_info()
+    assert info["rank"] == rank and info["size"] == ws
+
+
+def _ddp(ctx) -> list[float]:
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    ctx.progress("DDP")
+    torch.manual_seed(0)
+    model = DDP(torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 1)))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    gen = torch.Generator().manual_seed(ctx.rank)
+    for _ in range(3):
+        x, y = torch.randn(4, 8, generator=gen), torch.randn(4, 1, generator=gen)
+        opt.zero_grad()
+        torch.nn.functional.mse_loss(model(x), y).backward()
+        opt.step()
+    params = torch.cat([p.detach().flatten() for p in model.parameters()])
+    gathered = [torch.zeros_like(params) for _ in range(ctx.world_size)]
+    dist.all_gather(gathered, params)
+    assert all(torch.equal(g, gathered[0]) for g in gathered), "replicas diverged"
+    return params[:4].tolist()
+
+
+def _smoke_job(ctx) -> list[float]:
+    import torch.distributed as dist
+
+    _collectives(ctx)
+    _p2p_and_async(ctx)
+    weights = _ddp(ctx)
+
+    ctx.progress("destroy and re-init")
+    dist.destroy_process_group()
+    ctx.init_process_group()
+    t = torch.ones(3)
+    dist.all_reduce(t)
+    assert torch.equal(t, torch.full((3,), float(ctx.world_size)))
+    return weights
+
+
+def test_smoke_two_ranks():
+    results = run_ranks(_smoke_job, world_size=2, timeout=120)
+    assert results[0] == results[1]
