@@ -2,10 +2,15 @@ package pgbackend
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"net"
 	"strings"
 
+	"github.com/hccl-go/hccl-go/transport"
+	"github.com/hccl-go/hccl-go/transport/hybrid"
+	"github.com/hccl-go/hccl-go/transport/shm"
 	"github.com/hccl-go/hccl-go/transport/tcp"
 )
 
@@ -72,7 +77,14 @@ func Connect(ctx context.Context, l *tcp.Listener, rv Rendezvous, cfg Config) (*
 	}
 	ctx, cancel := context.WithTimeout(ctx, cfg.ConnectTimeout)
 	defer cancel()
-	ep, err := tcp.Connect(ctx, l, rv.Rank, rv.Addrs, tcp.Config{
+	local, err := shmPeers(rv, cfg)
+	if err != nil {
+		l.Close()
+		return nil, fmt.Errorf("init rank %d: %w", rv.Rank, err)
+	}
+	// TCP links every pair; peers on this host then take the shared-memory
+	// route instead (the TCP link stays as the path of last resort).
+	tcpEP, err := tcp.Connect(ctx, l, rv.Rank, rv.Addrs, tcp.Config{
 		Secret:         rv.Secret,
 		StreamsPerPeer: cfg.StreamsPerPeer,
 		ConnectTimeout: cfg.ConnectTimeout,
@@ -85,7 +97,56 @@ func Connect(ctx context.Context, l *tcp.Listener, rv Rendezvous, cfg Config) (*
 		kinds[i] = "tcp"
 	}
 	kinds[rv.Rank] = "self"
-	return New(ep, cfg, kinds), nil
+	if len(local) < 2 {
+		return New(tcpEP, cfg, kinds), nil
+	}
+	shmEP, err := shm.Connect(ctx, rv.Rank, local, size, jobID(rv), shm.Config{})
+	if err != nil {
+		_ = tcpEP.Close()
+		return nil, fmt.Errorf("init rank %d: shared memory with ranks %v: %w", rv.Rank, local, err)
+	}
+	routes := make([]transport.Endpoint, size)
+	for i := range routes {
+		routes[i] = tcpEP
+	}
+	for _, p := range local {
+		if p != rv.Rank {
+			routes[p], kinds[p] = shmEP, "shm"
+		}
+	}
+	return New(hybrid.New(rv.Rank, size, routes), cfg, kinds), nil // closes both
+}
+
+// shmPeers lists the ranks (this one included) that share this rank's host
+// and will talk through shared memory; nil when shared memory is not used.
+func shmPeers(rv Rendezvous, cfg Config) ([]int, error) {
+	if cfg.Transport == "tcp" || rv.HostIDs == nil {
+		if cfg.Transport == "shm" && len(rv.Addrs) > 1 {
+			return nil, fmt.Errorf("HCCL_GO_TRANSPORT=shm needs host identities from the rendezvous")
+		}
+		return nil, nil
+	}
+	var local []int
+	for i, h := range rv.HostIDs {
+		if h == rv.HostIDs[rv.Rank] {
+			local = append(local, i)
+		} else if cfg.Transport == "shm" {
+			return nil, fmt.Errorf("HCCL_GO_TRANSPORT=shm but rank %d is on another host (%q, this host is %q)", i, h, rv.HostIDs[rv.Rank])
+		}
+	}
+	return local, nil
+}
+
+// jobID names this communicator's shared-memory segments: the same on every
+// rank, and new for every communicator, since listener ports differ.
+func jobID(rv Rendezvous) string {
+	h := sha256.New()
+	h.Write(rv.Secret)
+	for _, a := range rv.Addrs {
+		h.Write([]byte(a))
+		h.Write([]byte{0})
+	}
+	return hex.EncodeToString(h.Sum(nil))[:16]
 }
 
 // checkReachable refuses a job whose ranks sit on different hosts but

@@ -75,6 +75,11 @@ func TestCAPITwoProcesses(t *testing.T) {
 			}
 			wg.Wait()
 			for r := 0; r < nranks; r++ {
+				if errs[r] != nil {
+					t.Logf("rank %d failed (%v):\n%s", r, errs[r], outs[r])
+				}
+			}
+			for r := 0; r < nranks; r++ {
 				require.NoError(t, errs[r], "rank %d:\n%s", r, outs[r])
 				require.True(t, strings.Contains(outs[r], fmt.Sprintf("PASS rank %d", r)), "rank %d:\n%s", r, outs[r])
 			}
