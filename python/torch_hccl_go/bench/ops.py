@@ -8,8 +8,10 @@ doc/PERFORMANCE.md): all_reduce 2(n-1)/n; all_gather, reduce_scatter, all_to_all
 (n-1)/n; broadcast and reduce 1.
 
 Inputs are small integers, v(rank, i) = (i + 3*rank) % 7 + 1, so sums over up to
-18 ranks are exact in every dtype (int8 included) and the expected output
-of any op can be computed for any slice without holding a second copy of the data.
+18 ranks are exact in every dtype (int8 included). The output is one segment (world
+segments, one per source rank, for all_gather and all_to_all) whose expected values
+repeat with period 7, so a reference computed for one chunk checks every chunk of the
+segment: no second full-size copy, no per-element work beyond the comparison.
 """
 
 from __future__ import annotations
@@ -98,15 +100,19 @@ class OpSpec:
     bus_factor: Callable[[int], float]
     # run(case, group, input, output) issues the collective and waits for it.
     run: Callable[[Case, object, torch.Tensor, torch.Tensor], object]
-    # expect(case, rank, int64 output indices) -> expected values in the case's dtype, or None
-    # where the rank's output is unspecified (reduce off the root).
-    expect: Callable[[Case, int, torch.Tensor], torch.Tensor | None]
+    # expect(case, rank, segment, int64 offsets in the segment) -> expected values in the
+    # case's dtype, or None where the rank's output is unspecified (reduce off the root).
+    expect: Callable[[Case, int, int, torch.Tensor], torch.Tensor | None]
     uses_redop: bool = False
     uses_root: bool = False
     in_place: bool = False  # one tensor is both input and output
     split: bool = False  # the buffer is cut in world equal shares: count must divide by world
     input_is_share: bool = False  # the input holds one share (all_gather)
     output_is_share: bool = False  # the output holds one share (reduce_scatter)
+    output_by_source: bool = False  # the output is world segments, one per source rank
+
+    def output_segments(self, case: Case) -> int:
+        return case.world if self.output_by_source else 1
 
     def input_count(self, case: Case) -> int:
         return case.share if self.input_is_share else case.count
@@ -159,32 +165,31 @@ def _all_to_all(case, group, inp, out):
     return dist.all_to_all_single(out, inp, group=group)
 
 
-def _expect_all_reduce(case, rank, j):
-    return combine(case, lambda s: input_values(s, j))
+def _expect_all_reduce(case, rank, seg, k):
+    return combine(case, lambda s: input_values(s, k))
 
 
-def _expect_reduce(case, rank, j):
-    return combine(case, lambda s: input_values(s, j)) if rank == case.root else None
+def _expect_reduce(case, rank, seg, k):
+    return combine(case, lambda s: input_values(s, k)) if rank == case.root else None
 
 
-def _expect_broadcast(case, rank, j):
-    return input_values(case.root, j).to(case.dtype)
+def _expect_broadcast(case, rank, seg, k):
+    return input_values(case.root, k).to(case.dtype)
 
 
-def _expect_all_gather(case, rank, j):
-    # Output element j is element j % share of rank j // share's input.
-    return input_values(j // case.share, j % case.share).to(case.dtype)
+def _expect_all_gather(case, rank, seg, k):
+    # Output segment `seg` is rank seg's input.
+    return input_values(seg, k).to(case.dtype)
 
 
-def _expect_reduce_scatter(case, rank, j):
+def _expect_reduce_scatter(case, rank, seg, k):
     # This rank's output is share number `rank` of the reduced input.
-    return combine(case, lambda s: input_values(s, rank * case.share + j))
+    return combine(case, lambda s: input_values(s, rank * case.share + k))
 
 
-def _expect_all_to_all(case, rank, j):
-    # Output share b came from rank b, which sent its share number `rank`.
-    src, offset = j // case.share, j % case.share
-    return input_values(src, rank * case.share + offset).to(case.dtype)
+def _expect_all_to_all(case, rank, seg, k):
+    # Output segment `seg` came from rank seg, which sent its share number `rank`.
+    return input_values(seg, rank * case.share + k).to(case.dtype)
 
 
 def _all_reduce_factor(n: int) -> float:
@@ -203,7 +208,15 @@ SPECS: dict[str, OpSpec] = {
     spec.name: spec
     for spec in (
         OpSpec("all_reduce", _all_reduce_factor, _all_reduce, _expect_all_reduce, uses_redop=True, in_place=True),
-        OpSpec("all_gather", _spread_factor, _all_gather, _expect_all_gather, split=True, input_is_share=True),
+        OpSpec(
+            "all_gather",
+            _spread_factor,
+            _all_gather,
+            _expect_all_gather,
+            split=True,
+            input_is_share=True,
+            output_by_source=True,
+        ),
         OpSpec(
             "reduce_scatter",
             _spread_factor,
@@ -214,7 +227,7 @@ SPECS: dict[str, OpSpec] = {
             output_is_share=True,
         ),
         OpSpec("broadcast", _one, _broadcast, _expect_broadcast, uses_root=True, in_place=True),
-        OpSpec("all_to_all", _spread_factor, _all_to_all, _expect_all_to_all, split=True),
+        OpSpec("all_to_all", _spread_factor, _all_to_all, _expect_all_to_all, split=True, output_by_source=True),
         OpSpec("reduce", _one, _reduce, _expect_reduce, uses_redop=True, uses_root=True, in_place=True),
     )
 }
