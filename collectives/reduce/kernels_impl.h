@@ -340,84 +340,101 @@ DEFINE_FLOAT_OPS(f32, float, v_f32)
 DEFINE_FLOAT_OPS(f64, double, v_f64)
 
 // 16-bit floats: widen both operands to float32, apply the op, round once.
-// H is f16 or bf16; VEC16 says whether a vector path exists at this level
-// for f16 (bfloat16 always has one, with the pair layout above).
-#define DEFINE_HALF_BINARY(NAME, H, VEC16, VEXPR, SEXPR)                                         \
-    static void NAME(unsigned char *d, const unsigned char *a, const unsigned char *b, size_t nb) { \
-        size_t i = 0;                                                                            \
-        if (VEC16) {                                                                             \
-            UNROLL for (; i + HG_VBYTES / 2 <= nb; i += HG_VBYTES / 2) {                         \
-                v_f32 x = vload_##H(a + i), y = vload_##H(b + i);                                \
-                vstore_##H(d + i, (VEXPR));                                                      \
-            }                                                                                    \
-        }                                                                                        \
-        HALF_TAIL(H, SEXPR)                                                                      \
-    }
-#define DEFINE_BF16_BINARY(NAME, PACK, VEXPR, SEXPR)                                                 \
-    static void NAME(unsigned char *d, const unsigned char *a, const unsigned char *b, size_t nb) { \
-        size_t i = 0;                                                                            \
-        UNROLL for (; i + HG_VBYTES <= nb; i += HG_VBYTES) {                                     \
-            v_u32 p, q, r;                                                                       \
-            v_f32 x, y, even, odd;                                                               \
-            LOAD(p, a + i);                                                                      \
-            LOAD(q, b + i);                                                                      \
-            x = bf16_even(p), y = bf16_even(q);                                                  \
-            even = (VEXPR);                                                                      \
-            x = bf16_odd(p), y = bf16_odd(q);                                                    \
-            odd = (VEXPR);                                                                       \
-            r = PACK(even, odd);                                                                 \
-            STORE(d + i, r);                                                                     \
-        }                                                                                        \
-        HALF_TAIL(bf16, SEXPR)                                                                   \
-    }
+// The BINARY kernels below take (NAME, PACK, VEXPR, SEXPR): VEXPR and SEXPR
+// combine float32 x and y (vector, scalar); PACK (ARITH or FULL) picks the
+// bfloat16 rounding, and float16 ignores it.
+
 // The scalar loop for what the vectors leave.
-#define HALF_TAIL(H, SEXPR)                                                                      \
-    for (; i < nb; i += 2) {                                                                     \
-        uint16_t p, q, r;                                                                        \
-        LOAD(p, a + i);                                                                          \
-        LOAD(q, b + i);                                                                          \
-        float x = H##_to_f32(p), y = H##_to_f32(q);                                              \
-        r = f32_to_##H(SEXPR);                                                                   \
-        STORE(d + i, r);                                                                         \
+#define HALF_TAIL(H, SEXPR)                                                    \
+    for (; i < nb; i += 2) {                                                   \
+        uint16_t p, q, r;                                                      \
+        LOAD(p, a + i);                                                        \
+        LOAD(q, b + i);                                                        \
+        float x = H##_to_f32(p), y = H##_to_f32(q);                            \
+        r = f32_to_##H(SEXPR);                                                 \
+        STORE(d + i, r);                                                       \
     }
 
-// dst(float32) = dst op widen(src(H)); nb counts src bytes.
-#define DEFINE_FROM16(NAME, H, VEC16, VEXPR, SEXPR)                                     \
-    static void NAME(unsigned char *d, const unsigned char *s, size_t nb) {             \
-        size_t i = 0;                                                                   \
-        if (VEC16) {                                                                    \
-            UNROLL for (; i + HG_VBYTES / 2 <= nb; i += HG_VBYTES / 2) {                \
-                v_f32 x, y = vload_##H(s + i), r;                                       \
-                LOAD(x, d + 2 * i);                                                     \
-                r = (VEXPR);                                                            \
-                STORE(d + 2 * i, r);                                                    \
-            }                                                                           \
-        }                                                                               \
-        for (; i < nb; i += 2) {                                                        \
-            uint16_t q;                                                                 \
-            float x, y, r;                                                              \
-            LOAD(q, s + i);                                                             \
-            LOAD(x, d + 2 * i);                                                         \
-            y = H##_to_f32(q);                                                          \
-            r = (SEXPR);                                                                \
-            STORE(d + 2 * i, r);                                                        \
-        }                                                                               \
+#if HG_F16C
+#define F16_BINARY(NAME, PACK, VEXPR, SEXPR)                                   \
+    static void NAME(unsigned char *d, const unsigned char *a,                 \
+                     const unsigned char *b, size_t nb) {                      \
+        size_t i = 0;                                                          \
+        UNROLL for (; i + HG_VBYTES / 2 <= nb; i += HG_VBYTES / 2) {           \
+            v_f32 x = vload_f16(a + i), y = vload_f16(b + i);                  \
+            vstore_f16(d + i, (VEXPR));                                        \
+        }                                                                      \
+        HALF_TAIL(f16, SEXPR)                                                  \
+    }
+#else
+// No F16C at this level: scalar conversions only.
+#define F16_BINARY(NAME, PACK, VEXPR, SEXPR)                                   \
+    static void NAME(unsigned char *d, const unsigned char *a,                 \
+                     const unsigned char *b, size_t nb) {                      \
+        size_t i = 0;                                                          \
+        HALF_TAIL(f16, SEXPR)                                                  \
+    }
+#endif
+
+#define BF16_BINARY(NAME, PACK, VEXPR, SEXPR)                                  \
+    static void NAME(unsigned char *d, const unsigned char *a,                 \
+                     const unsigned char *b, size_t nb) {                      \
+        size_t i = 0;                                                          \
+        UNROLL for (; i + HG_VBYTES <= nb; i += HG_VBYTES) {                   \
+            v_u32 p, q, r;                                                     \
+            v_f32 x, y, even, odd;                                             \
+            LOAD(p, a + i);                                                    \
+            LOAD(q, b + i);                                                    \
+            x = bf16_even(p), y = bf16_even(q);                                \
+            even = (VEXPR);                                                    \
+            x = bf16_odd(p), y = bf16_odd(q);                                  \
+            odd = (VEXPR);                                                     \
+            r = bf16_pack_##PACK(even, odd);                                   \
+            STORE(d + i, r);                                                   \
+        }                                                                      \
+        HALF_TAIL(bf16, SEXPR)                                                 \
+    }
+#define bf16_pack_ARITH bf16_pack_arith
+#define bf16_pack_FULL bf16_pack
+
+// dst(float32) = dst op widen(src(H)); nb counts src bytes. VEC16 says
+// whether H has a vector load at this level.
+#define DEFINE_FROM16(NAME, H, VEC16, VEXPR, SEXPR)                            \
+    static void NAME(unsigned char *d, const unsigned char *s, size_t nb) {    \
+        size_t i = 0;                                                          \
+        if (VEC16) {                                                           \
+            UNROLL for (; i + HG_VBYTES / 2 <= nb; i += HG_VBYTES / 2) {       \
+                v_f32 x, y = vload_##H(s + i), r;                              \
+                LOAD(x, d + 2 * i);                                            \
+                r = (VEXPR);                                                   \
+                STORE(d + 2 * i, r);                                           \
+            }                                                                  \
+        }                                                                      \
+        for (; i < nb; i += 2) {                                               \
+            uint16_t q;                                                        \
+            float x, y, r;                                                     \
+            LOAD(q, s + i);                                                    \
+            LOAD(x, d + 2 * i);                                                \
+            y = H##_to_f32(q);                                                 \
+            r = (SEXPR);                                                       \
+            STORE(d + 2 * i, r);                                               \
+        }                                                                      \
     }
 
 #if HG_F16C
 #define HG_VEC_F16 1
 #else
-// Never called: the vector branch is compiled out by the constant 0.
+// Never called: the vector branches are compiled out by the constant 0.
 #define HG_VEC_F16 0
 static inline v_f32 vload_f16(const unsigned char *p) { (void)p; return (v_f32){0}; }
 static inline void vstore_f16(unsigned char *p, v_f32 f) { (void)p; (void)f; }
 #endif
 
-#define DEFINE_HALF_OPS(H, VEC16, BINARY)                                                              \
-    BINARY(sum_##H, ARITH, x + y, x + y)                                        \
-    BINARY(prod_##H, ARITH, x * y, x * y)                                       \
-    BINARY(max_##H, FULL, vmax_f32(x, y), smax_f32(x, y))                      \
-    BINARY(min_##H, FULL, vmin_f32(x, y), smin_f32(x, y))                      \
+#define DEFINE_HALF_OPS(H, VEC16, BINARY)                                                      \
+    BINARY(sum_##H, ARITH, x + y, x + y)                                                       \
+    BINARY(prod_##H, ARITH, x * y, x * y)                                                      \
+    BINARY(max_##H, FULL, vmax_f32(x, y), smax_f32(x, y))                                      \
+    BINARY(min_##H, FULL, vmin_f32(x, y), smin_f32(x, y))                                      \
     DEFINE_FROM16(sum_from_##H, H, VEC16, x + y, x + y)                                        \
     DEFINE_FROM16(prod_from_##H, H, VEC16, x * y, x * y)                                       \
     DEFINE_FROM16(max_from_##H, H, VEC16, vmax_f32(x, y), smax_f32(x, y))                      \
@@ -441,12 +458,6 @@ static inline void vstore_f16(unsigned char *p, v_f32 f) { (void)p; (void)f; }
         }                                                                                      \
         return 0;                                                                              \
     }
-// BINARY(NAME, PACK, VEXPR, SEXPR): PACK is ARITH or FULL, the bfloat16
-// rounding to use (float16 has one).
-#define F16_BINARY(NAME, PACK, VEXPR, SEXPR) DEFINE_HALF_BINARY(NAME, f16, HG_VEC_F16, VEXPR, SEXPR)
-#define BF16_BINARY(NAME, PACK, VEXPR, SEXPR) DEFINE_BF16_BINARY(NAME, bf16_pack_##PACK, VEXPR, SEXPR)
-#define bf16_pack_ARITH bf16_pack_arith
-#define bf16_pack_FULL bf16_pack
 DEFINE_HALF_OPS(f16, HG_VEC_F16, F16_BINARY)
 DEFINE_HALF_OPS(bf16, 1, BF16_BINARY)
 
