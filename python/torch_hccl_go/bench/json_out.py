@@ -15,12 +15,13 @@ from .config import BenchConfig
 from .results import Result
 
 
-def write_json(path: str, cfg: BenchConfig, world: int, results: list[Result]) -> None:
+def write_json(path: str, cfg: BenchConfig, world: int, backend_info: dict, results: list[Result]) -> None:
     doc = {
         "command": command_line(cfg),
         "config": dataclasses.asdict(cfg),
         "world_size": world,
         "environment": environment(),
+        "backend_info": backend_info,
         "units": {
             "size": "bytes",
             "time_us": "microseconds, median over batches of the slowest rank",

@@ -4,6 +4,7 @@ WORLD_SIZE set; rendezvous through MASTER_ADDR/MASTER_PORT as usual)."""
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import tempfile
@@ -59,12 +60,13 @@ def run_rank(cfg: BenchConfig, rank: int, world: int) -> int:
     if cfg.root >= world:
         raise ValueError(f"--root {cfg.root} is not a rank of a world of {world}")
     torch.set_num_threads(cfg.threads)
-    total = sum(1 for _ in cases(cfg, world))
+    sweep = Sweep(cfg, rank, world)
+    info = sweep.backend_info()
     if rank == 0:
-        print_header(cfg, world)
-    progress = make_progress(total, enabled=rank == 0 and cfg.progress)
+        print_header(cfg, world, info)
+    progress = make_progress(sum(1 for _ in cases(cfg, world)), enabled=rank == 0 and cfg.progress)
     try:
-        results = Sweep(cfg, rank, world, progress).run()
+        results = sweep.run(progress)
     finally:
         progress.close()
     dist.destroy_process_group()
@@ -72,7 +74,7 @@ def run_rank(cfg: BenchConfig, rank: int, world: int) -> int:
         return 0
     print_report(results, cfg.backends, sys.stdout)
     if cfg.json_path:
-        write_json(cfg.json_path, cfg, world, results)
+        write_json(cfg.json_path, cfg, world, info, results)
         print(f"# figures written to {cfg.json_path}")
     if cfg.plot_path and write_plot(cfg.plot_path, results, cfg.backends):
         print(f"# plot written to {cfg.plot_path}")
@@ -80,7 +82,7 @@ def run_rank(cfg: BenchConfig, rank: int, world: int) -> int:
     return exit_code(results)
 
 
-def print_header(cfg: BenchConfig, world: int) -> None:
+def print_header(cfg: BenchConfig, world: int, info: dict[str, dict]) -> None:
     iters = f"{cfg.iters} per size" if cfg.iters else f"auto, about {cfg.max_time:g} s per size and backend"
     sizes = (
         ", ".join(format_size(s) for s in cfg.sizes)
@@ -91,4 +93,7 @@ def print_header(cfg: BenchConfig, world: int) -> None:
     print(f"# torch {torch.__version__}, world {world}, threads per rank {cfg.threads}, cpus {os.cpu_count()}")
     print(f"# backends {','.join(cfg.backends)}; ops {','.join(cfg.ops)}; dtypes {','.join(cfg.dtypes)}; sizes {sizes}")
     print(f"# warm-up {cfg.warmup}, iterations {iters}, check {'on' if cfg.check else 'off'}")
+    for backend, details in info.items():
+        shown = {k: v for k, v in details.items() if k not in ("rank", "sequence")}
+        print(f"# {backend}: {json.dumps(shown, separators=(',', ':'))}")
     sys.stdout.flush()

@@ -20,7 +20,7 @@ import torch.distributed as dist
 from . import timing
 from .config import BenchConfig
 from .data import Buffers, allocate, count_wrong, fill_input
-from .ops import Case, dtype_by_name, make_case
+from .ops import Case, dtype_by_name, dtype_name, make_case
 from .progress import Progress
 from .results import ERROR, NOT_AVAILABLE, SKIPPED, Result
 from .sizes import format_size
@@ -45,9 +45,9 @@ def cases(cfg: BenchConfig, world: int) -> Iterator[Case]:
     """Every case of the sweep, sizes rounded to whole elements/shares, duplicates dropped."""
     seen = set()
     for op in cfg.ops:
-        for dtype_name in cfg.dtypes:
+        for name in cfg.dtypes:
             for size in cfg.sizes:
-                case = make_case(op, dtype_by_name(dtype_name), cfg.redop, cfg.root, world, size)
+                case = make_case(op, dtype_by_name(name), cfg.redop, cfg.root, world, size)
                 if case not in seen:
                     seen.add(case)
                     yield case
@@ -65,20 +65,28 @@ class _Prepared:
 
 
 class Sweep:
-    def __init__(self, cfg: BenchConfig, rank: int, world: int, progress: Progress):
+    def __init__(self, cfg: BenchConfig, rank: int, world: int):
         self.cfg = cfg
         self.rank = rank
         self.world = world
-        self.progress = progress
         self.groups = make_groups(cfg)
         self.broken: dict[str, str] = {}  # backend -> the case it failed on
 
-    def run(self) -> list[Result]:
+    def backend_info(self) -> dict[str, dict]:
+        """What a backend reports about its communicator (hccl_go: transports, options)."""
+        info = {}
+        if "hccl_go" in self.groups:
+            import torch_hccl_go
+
+            info["hccl_go"] = torch_hccl_go.comm_info(self.groups["hccl_go"])
+        return info
+
+    def run(self, progress: Progress) -> list[Result]:
         results = []
         for index, case in enumerate(cases(self.cfg, self.world)):
-            self.progress.describe(f"{case.op} {format_size(case.size)}")
+            progress.describe(f"{case.op} {format_size(case.size)}")
             results += self.run_case(case, index)
-            self.progress.advance()
+            progress.advance()
         return results
 
     def run_case(self, case: Case, index: int) -> list[Result]:
@@ -101,15 +109,15 @@ class Sweep:
         """Checks one iteration against the reference and warms up; a Result if it is not timed."""
         cfg = self.cfg
         result = Result(
-            backend,
-            case.op,
-            str(case.dtype).removeprefix("torch."),
-            case.redop,
-            case.root,
-            case.world,
-            case.size,
-            case.count,
-            case.spec.bus_factor(case.world),
+            backend=backend,
+            op=case.op,
+            dtype=dtype_name(case.dtype),
+            redop=case.redop,
+            root=case.root,
+            world=case.world,
+            size=case.size,
+            count=case.count,
+            bus_factor=case.spec.bus_factor(case.world),
         )
         if backend in self.broken:
             result.status, result.reason = SKIPPED, f"{backend} failed earlier ({self.broken[backend]})"
