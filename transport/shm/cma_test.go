@@ -15,25 +15,35 @@ import (
 
 // exchangeLarge sends count messages of n bytes from eps[0] to eps[1], and
 // checks them. Message i is sent after its receive is posted when
-// postedFirst(i), else well before.
+// postedFirst(i); else the receive comes once the message has been handed
+// over (stored, or announced through the ring) and its Send returned.
 func exchangeLarge(t *testing.T, eps []*Endpoint, n, count int, postedFirst func(i int) bool) {
 	ctx := testContext(t)
 	for i := range count {
 		msg := pattern(n, byte(i))
 		got := make([]byte, n)
-		var wg sync.WaitGroup
 		if postedFirst(i) {
+			var wg sync.WaitGroup
 			wg.Go(func() { assert.NoError(t, eps[1].Recv(ctx, 0, 5, got)) })
-			time.Sleep(10 * time.Millisecond)
+			waitPosted(t, eps[1], 0, 5)
 			require.NoError(t, eps[0].Send(ctx, 1, 5, msg))
-		} else { // message first: the reader stores it, a later Recv claims it
-			wg.Go(func() { assert.NoError(t, eps[0].Send(ctx, 1, 5, msg)) })
-			time.Sleep(10 * time.Millisecond)
+			wg.Wait()
+		} else {
+			require.NoError(t, eps[0].Send(ctx, 1, 5, msg))
 			require.NoError(t, eps[1].Recv(ctx, 0, 5, got))
 		}
-		wg.Wait()
 		require.True(t, bytes.Equal(msg, got), "message %d differs", i)
 	}
+}
+
+// waitPosted waits until e has a receive posted for (peer, tag).
+func waitPosted(t *testing.T, e *Endpoint, peer int, tag transport.Tag) {
+	require.Eventually(t, func() bool {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		q := e.queues[key{peer, tag}]
+		return q != nil && len(q.posted) > 0
+	}, 10*time.Second, 100*time.Microsecond)
 }
 
 func always(int) bool { return true }

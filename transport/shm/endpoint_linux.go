@@ -31,6 +31,7 @@ type Endpoint struct {
 	// goroutine while it polls, or the reader goroutine.
 	token   sync.Mutex
 	pollers atomic.Int32 // receiving goroutines polling right now
+	parked  atomic.Int32 // receiving goroutines asleep, waiting for the reader
 
 	// mu guards the matcher (see match_linux.go).
 	mu          sync.Mutex

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
@@ -30,6 +31,8 @@ const (
 	rankEnv   = "HCCL_GO_SHM_TEST_RANK"
 	dirEnv    = "HCCL_GO_SHM_TEST_DIR"
 	cmaEnv    = "HCCL_GO_SHM_TEST_NO_CMA"
+	// profEnv, if set, names a file for the helper's CPU profile.
+	profEnv = "HCCL_GO_SHM_TEST_HELPER_CPUPROFILE"
 )
 
 func TestMain(m *testing.M) {
@@ -74,6 +77,17 @@ func runHelper(role string) error {
 		return err
 	}
 	defer e.Close()
+	if path := os.Getenv(profEnv); path != "" {
+		f, err := os.Create(path)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
 	return fn(ctx, e)
 }
 

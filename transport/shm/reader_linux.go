@@ -7,16 +7,23 @@ import (
 	"github.com/hccl-go/hccl-go/transport"
 )
 
-// pollerCheck is how often the reader looks again while receivers drain the
-// rings themselves.
-const pollerCheck = time.Millisecond
+const (
+	// pollerCheck is how often the reader looks again while receivers
+	// drain the rings themselves.
+	pollerCheck = time.Millisecond
+	// unexpectedDelay is how long the reader leaves a message that nobody
+	// waits for in its ring, for a receive to come and take it straight
+	// into its buffer, before storing it (unless the ring fills up).
+	unexpectedDelay = 50 * time.Microsecond
+)
 
 // readLoop is the reader goroutine: it drains the inbox rings when no
-// receiving goroutine does (messages nobody waits for yet, receives that
-// went to sleep), and watches the peers. It never spins: when there is
-// nothing to do it sleeps on the doorbell futex, which senders ring only
-// when it announced that it sleeps. While receivers poll, it stays off the
-// doorbell, so that senders make no system calls.
+// receiving goroutine does (receives that went to sleep, messages nobody
+// waits for, a ring filling up), and watches the peers. It never spins:
+// when there is nothing to do it sleeps on the doorbell futex, which senders
+// ring only when it announced that it sleeps. While receivers poll, or
+// while it lets young messages wait, it stays off the doorbell, so that
+// senders make no system calls.
 func (e *Endpoint) readLoop() {
 	defer close(e.readerDone)
 	nextCheck := time.Now().Add(e.cfg.LivenessInterval)
@@ -42,17 +49,53 @@ func (e *Endpoint) readLoop() {
 			continue
 		}
 		e.token.Lock()
-		worked, deferred := e.pollAll()
+		drain, young := e.shouldDrain(now)
+		worked, deferred := false, false
+		if drain {
+			worked, deferred = e.pollAll(nil)
+		}
 		if check {
 			e.checkPeers(now)
 		}
 		e.token.Unlock()
-		if worked || deferred {
+		switch {
+		case worked || deferred:
 			yield() // let a receiver we just completed, or the one awaited, run
+		case young:
+			// Off the doorbell: senders need not wake us for these.
+			_ = futexWait(e.hdr.bell(), e.hdr.bell().Load(), unexpectedDelay)
+		default:
+			e.sleep(time.Until(nextCheck))
+		}
+	}
+}
+
+// shouldDrain tells the reader whether to drain the rings now: when a
+// receive sleeps, a ring is half full, or a message has waited for its
+// receive for unexpectedDelay. young reports messages left to wait. The
+// caller holds token.
+func (e *Endpoint) shouldDrain(now time.Time) (drain, young bool) {
+	if e.parked.Load() > 0 {
+		return true, false
+	}
+	for _, l := range e.local {
+		ir := l.in
+		if ir.dead || slotFlag(ir.r.slot(ir.pos)).Load() != ir.pos+1 {
 			continue
 		}
-		e.sleep(time.Until(nextCheck))
+		half := ir.pos + uint64(ir.r.slots/2)
+		if slotFlag(ir.r.slot(half)).Load() == half+1 {
+			return true, false
+		}
+		if ir.readySince.IsZero() {
+			ir.readySince = now
+		}
+		if now.Sub(ir.readySince) >= unexpectedDelay {
+			return true, false
+		}
+		young = true
 	}
+	return false, young
 }
 
 // wakeReader makes the reader drain the rings again soon.
@@ -144,7 +187,7 @@ func (e *Endpoint) failPeer(l *link, cause error, drain bool) {
 	}
 	// Bounded: a live but silent peer could otherwise keep us here.
 	for i := 0; drain && i < 2*l.in.r.slots; i++ {
-		if n, err := e.pollRing(l, 1); n == 0 || err != nil {
+		if n, err := e.pollRing(l, 1, nil); n == 0 || err != nil {
 			break
 		}
 	}

@@ -24,6 +24,9 @@ type inRing struct {
 	// offerSeen is when the single-copy offer at pos was first seen
 	// without a receive for it (zero: none waiting).
 	offerSeen time.Time
+	// readySince is when the reader first saw the slot at pos published
+	// (zero: not yet); see shouldDrain.
+	readySince time.Time
 }
 
 func newInRing(peer int, r ring) *inRing { return &inRing{peer: peer, r: r} }
@@ -61,7 +64,6 @@ func (e *Endpoint) awaitRecv(ctx context.Context, r *request) error {
 	if err := e.pollFor(ctx, r); err != nil || r.done.Load() {
 		return err
 	}
-	e.wakeReader() // we stop draining: the reader takes over
 	e.mu.Lock()
 	if r.done.Load() {
 		e.mu.Unlock()
@@ -69,6 +71,9 @@ func (e *Endpoint) awaitRecv(ctx context.Context, r *request) error {
 	}
 	r.ch = make(chan struct{})
 	e.mu.Unlock()
+	e.parked.Add(1) // the reader drains at once for sleeping receives
+	defer e.parked.Add(-1)
+	e.wakeReader() // we stop draining: the reader takes over
 	select {
 	case <-r.ch:
 		return nil
@@ -88,7 +93,7 @@ func (e *Endpoint) pollFor(ctx context.Context, r *request) error {
 	for {
 		if e.token.TryLock() {
 			if !e.closed.Load() { // Close unmaps the rings after its own turn with token
-				e.pollAll()
+				e.pollAll(r)
 			}
 			e.token.Unlock()
 		}
@@ -110,15 +115,21 @@ func (e *Endpoint) pollFor(ctx context.Context, r *request) error {
 	}
 }
 
-// pollAll drains what is ready in every ring. It reports whether anything
-// was, and whether a single-copy offer waits for its receive (to be looked
-// at again soon). The caller holds token.
-func (e *Endpoint) pollAll() (worked, deferred bool) {
+// pollAll drains what is ready in every ring, or, when until is not nil,
+// stops as soon as until is done (what comes after is left in the rings for
+// the receives to come, which then take it straight into their buffers). It
+// reports whether anything was drained, and whether a single-copy offer
+// waits for its receive (to be looked at again soon). The caller holds
+// token.
+func (e *Endpoint) pollAll(until *request) (worked, deferred bool) {
 	for _, l := range e.local {
 		if l.in.dead {
 			continue
 		}
-		n, err := e.pollRing(l, 16)
+		if until != nil && until.done.Load() {
+			break
+		}
+		n, err := e.pollRing(l, 16, until)
 		switch {
 		case err == errDeferred:
 			deferred = true
@@ -130,13 +141,13 @@ func (e *Endpoint) pollAll() (worked, deferred bool) {
 	return worked, deferred
 }
 
-// pollRing consumes up to max published slots of l's ring and returns how
-// many it consumed. An error means the ring holds garbage. The caller holds
-// token.
-func (e *Endpoint) pollRing(l *link, max int) (int, error) {
+// pollRing consumes up to max published slots of l's ring, fewer if until
+// is done first, and returns how many it consumed. An error means the ring
+// holds garbage, or errDeferred. The caller holds token.
+func (e *Endpoint) pollRing(l *link, max int, until *request) (int, error) {
 	ir := l.in
 	n := 0
-	for ; n < max; n++ {
+	for ; n < max && (until == nil || !until.done.Load()); n++ {
 		s := ir.r.slot(ir.pos)
 		if slotFlag(s).Load() != ir.pos+1 {
 			break
@@ -145,6 +156,7 @@ func (e *Endpoint) pollRing(l *link, max int) (int, error) {
 			return n, err
 		}
 		ir.pos++
+		ir.readySince = time.Time{}
 		ir.r.tail().Store(ir.pos) // the slot is free again
 		ringBell(ir.r.spaceWaiters(), ir.r.spaceSeq())
 	}
