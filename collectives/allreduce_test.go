@@ -203,8 +203,12 @@ func TestChooseAllReduce(t *testing.T) {
 		{1, 1 << 30, collectives.Ring},
 		{2, 0, collectives.RecursiveDoubling},
 		{2, 8, collectives.RecursiveDoubling},
-		{8, 64 << 10, collectives.RecursiveDoubling},
-		{2, 64<<10 + 1, collectives.Ring},
+		{2, 16 << 10, collectives.RecursiveDoubling},
+		{2, 64 << 10, collectives.Ring},
+		{3, 1 << 10, collectives.RecursiveDoubling},
+		{3, 64 << 10, collectives.Ring},
+		{4, 32 << 10, collectives.HalvingDoubling},
+		{8, 64 << 10, collectives.HalvingDoubling},
 		{8, 16 << 20, collectives.Ring},
 	}
 	for _, tt := range tests {

@@ -1,28 +1,96 @@
 package collectives
 
 // Automatic algorithm choice. It depends only on the world size and the
-// message size, never on anything rank-local, so every rank of a
-// communicator chooses the same algorithm (and so gets the same bits).
-// The thresholds come from measurements described in ALGORITHMS.md.
+// message size, never on anything rank-local, and uses integer arithmetic
+// only, so every rank of a communicator, on any architecture, chooses the
+// same algorithm (and so gets the same bits).
 
+// The all_reduce cost model (see ALGORITHMS.md, "Choosing"): a message
+// costs alpha plus beta per byte, a reduction gamma per byte. Fitted on a
+// 2-vCPU host, ranks over loopback TCP and in-process (medians of
+// interleaved runs); they only need to get the crossovers roughly right.
 const (
-	// rdMaxBytes: all_reduce up to this size uses recursive doubling.
-	rdMaxBytes = 64 << 10
-	// treeBroadcastMaxBytes: broadcast up to this size uses a binomial
-	// tree, above it a pipelined chain.
+	alphaNs          = 15000 // per message: mostly waking the receiver
+	betaPicoPerByte  = 1000  // per byte sent (copies + wire): ~1 GB/s
+	gammaPicoPerByte = 1000  // per byte reduced
+)
+
+// Broadcast and reduce switch from the binomial tree (log p messages of n
+// bytes on root's critical path) to the pipelined chain (n bytes per link,
+// p-2 + n/chunk chunk steps) at this size.
+const (
 	treeBroadcastMaxBytes = 64 << 10
-	// treeReduceMaxBytes: reduce up to this size uses a binomial tree,
-	// above it a pipelined chain.
-	treeReduceMaxBytes = 64 << 10
+	treeReduceMaxBytes    = 64 << 10
 )
 
 // ChooseAllReduce is the algorithm AllReduce uses under Auto for a world of
-// size ranks and a buffer of nbytes bytes.
+// size ranks and a buffer of nbytes bytes: the cheapest of recursive
+// doubling, halving-doubling and ring under the cost model. In practice:
+// recursive doubling for small buffers (up to ~15-30 KiB at 2-8 ranks,
+// ~5 KiB at non-powers of two), halving-doubling for medium ones at
+// power-of-two worlds of 4 or more ranks, ring above (always from 64 KiB
+// at 4 ranks, ~130 KiB at 8).
 func ChooseAllReduce(size, nbytes int) Algorithm {
-	if size > 1 && nbytes <= rdMaxBytes {
-		return RecursiveDoubling
+	if size <= 1 {
+		return Ring
 	}
-	return Ring
+	best, cost := Ring, ringCost(size, nbytes)
+	if c := hdCost(size, nbytes); c < cost {
+		best, cost = HalvingDoubling, c
+	}
+	if c := rdCost(size, nbytes); c < cost {
+		best = RecursiveDoubling
+	}
+	return best
+}
+
+// The costs are in picoseconds, in int64: 2^63 ps is 106 days.
+
+// msg is the cost of messages carrying bytes in total.
+func msg(count int, bytes int64) int64 {
+	return int64(count)*alphaNs*1000 + bytes*betaPicoPerByte
+}
+
+func red(bytes int64) int64 { return bytes * gammaPicoPerByte }
+
+// foldCost is what recursive doubling and halving-doubling add for a world
+// that is not a power of two: the pairs' fold in (send, reduce) and out.
+func foldCost(f foldedGroup, n int64) int64 {
+	if f.extra == 0 {
+		return 0
+	}
+	return msg(2, 2*n) + red(n)
+}
+
+func rdCost(p, nbytes int) int64 {
+	f, n := newFoldedGroup(p), int64(nbytes)
+	steps := log2(f.q)
+	return foldCost(f, n) + msg(steps, int64(steps)*n) + red(int64(steps)*n)
+}
+
+func hdCost(p, nbytes int) int64 {
+	f, n := newFoldedGroup(p), int64(nbytes)
+	q := int64(f.q)
+	return foldCost(f, n) + msg(2*log2(f.q), 2*(q-1)*n/q) + red((q-1)*n/q)
+}
+
+// ringCost: the pipeline (from pipelineMinBytes received) hides the
+// reductions behind the transfers.
+func ringCost(p, nbytes int) int64 {
+	n, pp := int64(nbytes), int64(p)
+	cost := msg(2*(p-1), 2*(pp-1)*n/pp)
+	if 2*(pp-1)*n/pp < pipelineMinBytes {
+		cost += red((pp - 1) * n / pp)
+	}
+	return cost
+}
+
+func log2(q int) int {
+	k := 0
+	for ; q > 1; q >>= 1 {
+		k++
+	}
+	return k
 }
 
 func chooseBroadcast(size, nbytes int) Algorithm {
