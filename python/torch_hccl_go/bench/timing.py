@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 BATCH_TARGET_S = 0.010  # adaptive: a batch long enough that barrier skew (tens of us) is noise
 MIN_BATCHES = 3  # adaptive: a median needs a few; the largest gloo sizes take ~1 s per iteration
-MAX_BATCHES = 25
+MAX_BATCHES = 50
 FIXED_MAX_BATCHES = 10  # --iters N: N iterations in min(N, 10) batches
 
 
