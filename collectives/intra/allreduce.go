@@ -1,0 +1,138 @@
+package intra
+
+import (
+	"context"
+
+	"github.com/hccl-go/hccl-go/collectives/reduce"
+	"github.com/hccl-go/hccl-go/transport/arena"
+)
+
+// AllReduce reduces send over the ranks of a with op and leaves the result
+// in recv on every rank. send and recv have the same length, a multiple of
+// the element size; they may be the same memory (in place). Every rank
+// calls it with the same arguments but its own buffers, in the same order
+// of operations; seq only labels errors.
+//
+// Avg sums, then divides by the number of ranks, once per element. PreMulSum
+// multiplies each rank's input by preMul (reduce.Scale) before summing. All
+// ranks end with bitwise identical results: every element is reduced by one
+// rank, or by all in the same order 0..p-1.
+//
+// Protocols, by size (p ranks, n bytes; reads+writes per rank in units of n):
+//
+//   - n <= InlineBytes: one-shot inline. Each rank copies its input into its
+//     inline slot (flag in the same cache line) and reduces all p slots into
+//     recv: (1+1) + (p+1) = p+3 touched, one wait per peer.
+//   - n <= oneShotMax: one-shot through the data halves, in chunks of one
+//     half: the same p+3, one wait per peer and chunk.
+//   - larger: reduce-scatter/all-gather pipeline (see rsag): each rank
+//     publishes the p-1 slices others reduce, reduces its own slice from
+//     all, publishes the result, and copies every slice's result into recv:
+//     2(p-1)/p + (p/p + (p-1)·2/p... ) = 4.5 for p = 2 (see ALGORITHMS.md);
+//     only send (read once) and recv (written once) stream from memory, the
+//     shared chunks stay in cache.
+func AllReduce(ctx context.Context, a *arena.Arena, seq uint64, send, recv []byte, dt reduce.DType, op reduce.Op, preMul float64) error {
+	if err := checkAllReduce(a, send, recv, dt, op); err != nil {
+		return wrapOp("allreduce", a, seq, err)
+	}
+	return wrapOp("allreduce", a, seq, allReduce(ctx, a, seq, send, recv, dt, op, preMul, defaultTuning()))
+}
+
+func checkAllReduce(a *arena.Arena, send, recv []byte, dt reduce.DType, op reduce.Op) error {
+	if err := checkArena(a); err != nil {
+		return err
+	}
+	if err := checkReduction(dt, op); err != nil {
+		return err
+	}
+	if err := checkElems("send", send, dt); err != nil {
+		return err
+	}
+	if err := checkLen("recv", recv, len(send)); err != nil {
+		return err
+	}
+	return checkAlias(send, recv)
+}
+
+func allReduce(ctx context.Context, a *arena.Arena, seq uint64, send, recv []byte, dt reduce.DType, op reduce.Op, preMul float64, t tuning) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if len(send) == 0 {
+		return nil
+	}
+	if err := a.Begin(seq); err != nil {
+		return err
+	}
+	var err error
+	r := reduction{a: a, dt: dt, op: op, preMul: preMul}
+	switch n := len(send); {
+	case a.Size() == 1:
+		local(dt, op, preMul, recv, send)
+	case n <= a.InlineBytes():
+		err = r.oneShotInline(ctx, send, recv, allRanks)
+	case n <= t.oneShotMax:
+		err = r.oneShotHalves(ctx, send, recv, allRanks)
+	default:
+		err = r.rsag(ctx, send, recv, allRanks, t.sliceBytes)
+	}
+	a.End(err)
+	return err
+}
+
+// allRanks, as the root of a reduction, means every rank wants the result.
+const allRanks = -1
+
+// reduction is one reduction in progress over an arena.
+type reduction struct {
+	a      *arena.Arena
+	dt     reduce.DType
+	op     reduce.Op
+	preMul float64
+}
+
+// wants reports whether local rank me receives the result when root names
+// the receiving rank (allRanks: all do).
+func wants(me, root int) bool { return root == allRanks || root == me }
+
+// oneShotInline: every rank publishes its whole input in its inline slot;
+// the ranks that want the result reduce all slots in rank order.
+func (r reduction) oneShotInline(ctx context.Context, send, recv []byte, root int) error {
+	a, n := r.a, len(send)
+	me, p := a.Index(), a.Size()
+	e := a.Next()
+	publish(r.dt, r.op, r.preMul, a.Inline(me, e)[:n], send)
+	a.PostInline(e)
+	if err := a.WaitAllInline(ctx, e); err != nil {
+		return err
+	}
+	if wants(me, root) {
+		reduceInto(r.dt, r.op, recv, p, func(j int) []byte { return a.Inline(j, e)[:n] })
+		finishAvg(r.dt, r.op, recv, p)
+	}
+	return nil
+}
+
+// oneShotHalves is oneShotInline through the data halves, one half-sized
+// chunk per epoch. A chunk of send is published before the same chunk of
+// recv is written, so in-place calls are safe.
+func (r reduction) oneShotHalves(ctx context.Context, send, recv []byte, root int) error {
+	a := r.a
+	me, p := a.Index(), a.Size()
+	chunk := alignDown(a.HalfBytes(), lineBytes)
+	for off := 0; off < len(send); off += chunk {
+		m := min(chunk, len(send)-off)
+		e := a.Next()
+		publish(r.dt, r.op, r.preMul, a.Half(me, e)[:m], send[off:off+m])
+		a.Post(e)
+		if err := a.WaitAll(ctx, e); err != nil {
+			return err
+		}
+		if wants(me, root) {
+			out := recv[off : off+m]
+			reduceInto(r.dt, r.op, out, p, func(j int) []byte { return a.Half(j, e)[:m] })
+			finishAvg(r.dt, r.op, out, p)
+		}
+	}
+	return nil
+}

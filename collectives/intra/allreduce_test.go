@@ -1,0 +1,58 @@
+package intra
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/hccl-go/hccl-go/collectives/reduce"
+	"github.com/hccl-go/hccl-go/transport/arena"
+)
+
+const testPreMul = 0.75
+
+func TestAllReduceMatrix(t *testing.T) {
+	for _, p := range worlds {
+		t.Run(fmt.Sprint("p", p), func(t *testing.T) {
+			cfg := testArenaConfig("")
+			w := newWorld(t, p, cfg)
+			for _, pair := range validPairs() {
+				dt, op := reduce.DType(pair[0]), reduce.Op(pair[1])
+				for _, n := range counts(p, dt.Size(), cfg) {
+					for _, inPlace := range []bool{false, true} {
+						verifyAllReduce(t, w, dt, op, n, inPlace, testTuning())
+					}
+				}
+			}
+		})
+	}
+}
+
+// verifyAllReduce runs one all_reduce and compares every rank's result with
+// the sequential reference, bit for bit.
+func verifyAllReduce(t *testing.T, w *world, dt reduce.DType, op reduce.Op, n int, inPlace bool, tu tuning) {
+	t.Helper()
+	p := len(w.arenas)
+	seed := uint64(n)*131 + uint64(dt)*17 + uint64(op)
+	inputs := make([][]byte, p)
+	for r := range p {
+		inputs[r] = input(dt, op, n, r, seed)
+	}
+	want := refReduce(dt, op, testPreMul, inputs)
+	outs := make([][]byte, p)
+	w.runOK(t, func(ctx context.Context, a *arena.Arena, r int, seq uint64) error {
+		send := append([]byte(nil), inputs[r]...)
+		recv := send
+		if !inPlace {
+			recv = make([]byte, len(send))
+		}
+		outs[r] = recv
+		if err := checkAllReduce(a, send, recv, dt, op); err != nil {
+			return err
+		}
+		return allReduce(ctx, a, seq, send, recv, dt, op, testPreMul, tu)
+	})
+	for r := range p {
+		requireSameBytes(t, want, outs[r], "p=%d %s %s n=%d inPlace=%v rank %d", p, dt, op, n, inPlace, r)
+	}
+}

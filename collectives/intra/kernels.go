@@ -1,0 +1,39 @@
+package intra
+
+import "github.com/hccl-go/hccl-go/collectives/reduce"
+
+// publish writes this rank's contribution src into a shared buffer: a copy,
+// or for PreMulSum the input already multiplied by preMul, so that every
+// reader sums scaled inputs.
+func publish(dt reduce.DType, op reduce.Op, preMul float64, dst, src []byte) {
+	if op == reduce.PreMulSum {
+		reduce.Scale(dt, dst, src, preMul)
+		return
+	}
+	copy(dst, src)
+}
+
+// reduceInto writes in(0) op in(1) op ... op in(p-1), in rank order, into
+// dst (p >= 2). dst may be exactly in(0) or in(1); never a later input.
+func reduceInto(dt reduce.DType, op reduce.Op, dst []byte, p int, in func(j int) []byte) {
+	reduce.Reduce3(dt, op, dst, in(0), in(1))
+	for j := 2; j < p; j++ {
+		reduce.Reduce(dt, op, dst, in(j))
+	}
+}
+
+// finishAvg divides a complete sum by the number of ranks for Avg.
+func finishAvg(dt reduce.DType, op reduce.Op, buf []byte, p int) {
+	if op == reduce.Avg {
+		reduce.DivideBy(dt, buf, p)
+	}
+}
+
+// local is a reduction over one rank: the input (scaled for PreMulSum).
+func local(dt reduce.DType, op reduce.Op, preMul float64, dst, src []byte) {
+	if op == reduce.PreMulSum {
+		reduce.Scale(dt, dst, src, preMul)
+		return
+	}
+	copyUnlessSame(dst, src)
+}

@@ -1,0 +1,108 @@
+package intra
+
+import (
+	"context"
+
+	"github.com/hccl-go/hccl-go/collectives/reduce"
+)
+
+// The reduce-scatter/all-gather pipeline for large reductions.
+//
+// The vector is cut into windows of p slices of at most slot bytes each;
+// round k handles window k. A data half holds p publication slots (slot j:
+// the slice that rank j reduces) and one result slot, all slot bytes long.
+// With e the epoch of round k, rank i:
+//
+//	write  publish slices j != i of window k into slot j of its half e
+//	post e, wait for all peers to post e
+//	read   reduce slice i of window k, inputs in rank order 0..p-1 (its own
+//	       straight from send, the others from slot i of each peer's half e),
+//	       into the result slot of its half e+1 (Avg: divided there too)
+//	       copy every rank's result slot of half e (window k-1) into recv
+//
+// and one last epoch copies the results of the last window. So rounds are
+// pipelined: ranks publish window k+1 while their peers still copy window
+// k-1. Writing the result into half e+1 during epoch e is allowed: all peers
+// have posted e, so they are done with epoch e-1, the same parity.
+//
+// Per rank and payload byte (p = 2): publish reads 1/2 and writes 1/2;
+// reduce reads 1 (own 1/2 from send, 1/2 from the peer) and writes 1/2;
+// copy-out reads 1 and writes 1: 4.5 in all, of which only reading send
+// once and writing recv once go to memory; the shared slots (3 per half,
+// both halves of both ranks: 12 slots, 3 MiB at 256 KiB) stay in cache.
+// General p: publish 2(p-1)/p, reduce (2p-1)/p... see ALGORITHMS.md.
+//
+// In place is safe: window k of send is read (published and reduced) in
+// epochs k and k+1, and window k of recv is written in epoch k+1, after.
+// root == allRanks copies results out on every rank, else on root only
+// (Reduce).
+func (r reduction) rsag(ctx context.Context, send, recv []byte, root int, sliceBytes int) error {
+	a := r.a
+	me, p := a.Index(), a.Size()
+	es := r.dt.Size()
+	slot := alignDown(min(sliceBytes, a.HalfBytes()/(p+1)), lineBytes)
+	w := windows{elems: len(send) / es, es: es, p: p, per: slot / es}
+	res := p * slot // offset of the result slot in a half
+	// PreMulSum reduces scaled inputs: the own one is published too.
+	ownShared := r.op == reduce.PreMulSum
+	rounds := w.rounds()
+	for k := 0; k <= rounds; k++ {
+		e := a.Next()
+		if k < rounds {
+			h := a.Half(me, e)
+			for j := range p {
+				if j != me || ownShared {
+					off, m := w.slice(k, j)
+					publish(r.dt, r.op, r.preMul, h[j*slot:j*slot+m], send[off:off+m])
+				}
+			}
+		}
+		a.Post(e)
+		if err := a.WaitAll(ctx, e); err != nil {
+			return err
+		}
+		if k < rounds {
+			off, m := w.slice(k, me)
+			out := a.Half(me, e+1)[res : res+m]
+			reduceInto(r.dt, r.op, out, p, func(j int) []byte {
+				if j == me && !ownShared {
+					return send[off : off+m]
+				}
+				return a.Half(j, e)[me*slot : me*slot+m]
+			})
+			finishAvg(r.dt, r.op, out, p)
+		}
+		if k > 0 && wants(me, root) {
+			for j := range p {
+				off, m := w.slice(k-1, j)
+				copy(recv[off:off+m], a.Half(j, e)[res:res+m])
+			}
+		}
+	}
+	return nil
+}
+
+// windows cuts elems elements into rounds of p slices of at most per
+// elements; the last, partial window is shared as evenly as possible (the
+// first slices get one element more).
+type windows struct {
+	elems, es, p, per int
+}
+
+func (w windows) rounds() int {
+	win := w.p * w.per
+	return (w.elems + win - 1) / win
+}
+
+// slice returns the byte offset and length of slice j of window k.
+func (w windows) slice(k, j int) (off, n int) {
+	win := w.p * w.per
+	start := k * win
+	size := min(win, w.elems-start)
+	base, extra := size/w.p, size%w.p
+	lo := start + j*base + min(j, extra)
+	if j < extra {
+		base++
+	}
+	return lo * w.es, base * w.es
+}

@@ -1,0 +1,242 @@
+package arena
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestConnectLeavesNothingBehind(t *testing.T) {
+	for _, p := range []int{1, 2, 3, 8} {
+		t.Run("", func(t *testing.T) {
+			dir := shmDir(t)
+			arenas := connectAll(t, p, testConfig(dir))
+			assert.Empty(t, segmentFiles(t, dir), "segments are unlinked once mapped")
+			for i, a := range arenas {
+				assert.Equal(t, p, a.Size())
+				assert.Equal(t, i, a.Index())
+				assert.Len(t, a.Inline(i, 1), a.InlineBytes())
+				assert.Len(t, a.Half(i, 1), a.HalfBytes())
+			}
+		})
+	}
+}
+
+func TestConfigRounding(t *testing.T) {
+	cfg, err := Config{InlineBytes: 8, DataBytes: 1}.withDefaults()
+	require.NoError(t, err)
+	assert.Equal(t, lineSize-flagBytes, cfg.InlineBytes, "a slot is whole lines")
+	assert.Equal(t, 2*pageSize, cfg.DataBytes)
+	_, err = Config{InlineBytes: -1}.withDefaults()
+	assert.Error(t, err)
+}
+
+func TestBadRankLists(t *testing.T) {
+	ctx := context.Background()
+	for _, local := range [][]int{nil, {1, 0}, {0, 0, 1}, {0, 2}} {
+		_, err := Connect(ctx, 1, local, "job", testConfig(t.TempDir()))
+		assert.Error(t, err, "%v", local)
+	}
+}
+
+func TestPostAndWaitAcrossEpochs(t *testing.T) {
+	const p, epochs = 3, 200
+	arenas := connectAll(t, p, testConfig(shmDir(t)))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	errs := make([]error, p)
+	for i, a := range arenas {
+		wg.Go(func() {
+			require.NoError(t, a.Begin(1))
+			var err error
+			defer func() { a.End(err); errs[i] = err }()
+			for range epochs {
+				e := a.Next()
+				inline := e%3 == 0
+				if inline {
+					a.Inline(i, e)[0] = byte(e) + byte(i)
+					a.PostInline(e)
+					err = a.WaitAllInline(ctx, e)
+				} else {
+					a.Half(i, e)[0] = byte(e) + byte(i)
+					a.Post(e)
+					err = a.WaitAll(ctx, e)
+				}
+				if err != nil {
+					return
+				}
+				for j := range p {
+					got := a.Half(j, e)[0]
+					if inline {
+						got = a.Inline(j, e)[0]
+					}
+					if got != byte(e)+byte(j) {
+						err = errors.New("stale data")
+						return
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	for i := range p {
+		assert.NoError(t, errs[i], "rank %d", i)
+	}
+}
+
+func TestSleepingWaiterIsWoken(t *testing.T) {
+	arenas := connectAll(t, 2, testConfig(shmDir(t)))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	done := make(chan error, 1)
+	require.NoError(t, arenas[0].Begin(1))
+	go func() {
+		e := arenas[0].Next()
+		done <- arenas[0].Wait(ctx, 1, e)
+	}()
+	time.Sleep(30 * time.Millisecond) // well past spinning and yielding: asleep
+	require.NoError(t, arenas[1].Begin(1))
+	start := time.Now()
+	arenas[1].Post(arenas[1].Next())
+	require.NoError(t, <-done)
+	assert.Less(t, time.Since(start), 10*time.Millisecond, "woken by the post, not the liveness timeout")
+	arenas[0].End(nil)
+	arenas[1].End(nil)
+}
+
+func TestWaitEndsWithContext(t *testing.T) {
+	arenas := connectAll(t, 2, testConfig(shmDir(t)))
+	a := arenas[0]
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	require.NoError(t, a.Begin(7))
+	start := time.Now()
+	err := a.WaitAll(ctx, a.Next())
+	a.End(err)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.Less(t, time.Since(start), time.Second)
+	assert.Contains(t, err.Error(), "peer rank 1")
+
+	err = a.Begin(8)
+	assert.ErrorIs(t, err, ErrBroken, "epochs disagree after a failed op")
+}
+
+func TestCancelWakesSleeper(t *testing.T) {
+	arenas := connectAll(t, 2, testConfig(shmDir(t)))
+	a := arenas[0]
+	ctx, cancel := context.WithCancel(context.Background())
+	require.NoError(t, a.Begin(1))
+	done := make(chan error, 1)
+	go func() { done <- a.WaitAll(ctx, a.Next()) }()
+	time.Sleep(10 * time.Millisecond)
+	start := time.Now()
+	cancel()
+	err := <-done
+	a.End(err)
+	require.ErrorIs(t, err, context.Canceled)
+	assert.Less(t, time.Since(start), 15*time.Millisecond)
+}
+
+func TestPeerCloseIsDetected(t *testing.T) {
+	cfg := testConfig(shmDir(t))
+	arenas := connectAll(t, 3, cfg)
+	a := arenas[0]
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	require.NoError(t, a.Begin(1))
+	done := make(chan error, 1)
+	go func() { done <- a.WaitAll(ctx, a.Next()) }()
+	time.Sleep(5 * time.Millisecond)
+	start := time.Now()
+	require.NoError(t, arenas[1].Close())
+	err := <-done
+	a.End(err)
+	var pe *PeerError
+	require.ErrorAs(t, err, &pe)
+	assert.Equal(t, 1, pe.Rank)
+	assert.ErrorIs(t, err, ErrPeerGone)
+	assert.Less(t, time.Since(start), 5*cfg.LivenessInterval)
+}
+
+func TestCloseInterruptsWait(t *testing.T) {
+	arenas := connectAll(t, 2, testConfig(shmDir(t)))
+	a := arenas[0]
+	require.NoError(t, a.Begin(1))
+	done := make(chan error, 1)
+	go func() {
+		err := a.WaitAll(context.Background(), a.Next())
+		a.End(err)
+		done <- err
+	}()
+	time.Sleep(10 * time.Millisecond)
+	require.NoError(t, a.Close())
+	assert.ErrorIs(t, <-done, ErrClosed)
+	assert.ErrorIs(t, a.Begin(2), ErrBroken)
+}
+
+func TestConnectTimesOutWithoutPeers(t *testing.T) {
+	dir := shmDir(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	_, err := Connect(ctx, 0, []int{0, 1}, "lonely", testConfig(dir))
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.Contains(t, err.Error(), "peer rank 1")
+	assert.Empty(t, segmentFiles(t, dir), "a failed Connect removes its segment")
+}
+
+func TestConfigMismatchIsAnError(t *testing.T) {
+	dir := shmDir(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	other := testConfig(dir)
+	other.DataBytes *= 2
+	var wg sync.WaitGroup
+	errs := make([]error, 2)
+	for r, cfg := range []Config{testConfig(dir), other} {
+		wg.Go(func() {
+			a, err := Connect(ctx, r, []int{0, 1}, "mismatch", cfg)
+			if err == nil {
+				a.Close()
+			}
+			errs[r] = err
+		})
+	}
+	wg.Wait()
+	require.Error(t, errs[0])
+	assert.Contains(t, errs[0].Error()+errs[1].Error(), "configs must match")
+}
+
+func TestStaleSegmentIsReplaced(t *testing.T) {
+	dir := shmDir(t)
+	cfg := testConfig(dir)
+	full, err := cfg.withDefaults()
+	require.NoError(t, err)
+	// A segment of rank 1 left by a crashed run: complete header, no lock.
+	h := header{nLocal: 2, index: 1, geom: geometry{full.InlineBytes, full.DataBytes}, hash: jobHash("stale")}
+	s, err := createSegment(segmentPath(dir, h.hash, 1), h)
+	require.NoError(t, err)
+	s.linked = false
+	require.NoError(t, s.release()) // drops the lock, as a crash would (the mapping holds it too)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	arenas := make([]*Arena, 2)
+	errs := make([]error, 2)
+	wg.Go(func() { arenas[0], errs[0] = Connect(ctx, 0, []int{0, 1}, "stale", cfg) })
+	time.Sleep(20 * time.Millisecond) // rank 0 sees the stale file first
+	wg.Go(func() { arenas[1], errs[1] = Connect(ctx, 1, []int{0, 1}, "stale", cfg) })
+	wg.Wait()
+	require.NoError(t, errs[0])
+	require.NoError(t, errs[1])
+	for _, a := range arenas {
+		require.NoError(t, a.Close())
+	}
+	assert.Empty(t, segmentFiles(t, dir))
+}

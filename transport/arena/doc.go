@@ -1,0 +1,45 @@
+// Package arena is the shared-memory segment that the ranks of one host use
+// for collectives: each rank owns one segment in /dev/shm and maps those of
+// all its local peers, so a collective reads the peers' data where they put
+// it instead of sending it through a message pipe.
+//
+// An Arena is not a point-to-point transport. It offers what a shared-memory
+// collective needs and nothing more:
+//
+//   - epochs: every step of every collective gets the next epoch number,
+//     identical on all ranks because they run the same steps in the same
+//     order; a rank announces "my data for epoch e is ready" with Post and
+//     waits for its peers' announcements with Wait/WaitAll;
+//   - two kinds of buffers per rank and epoch parity: a small inline slot
+//     whose sequence flag shares the first cache line with the data (a tiny
+//     payload travels as one cache line), and a data half for bulk chunks;
+//   - waits that spin, then yield, then sleep on a futex, and that notice a
+//     dead or closed peer, a closed arena and the end of a context.
+//
+// # The parity rule
+//
+// Buffers come in two parities, e%2. A rank writes its buffers of epoch e,
+// posts e, waits until all peers posted e, and then reads the peers' buffers
+// of epoch e until it posts e+1. So when a rank writes parity e%2 again, at
+// epoch e+2, every peer has posted e+1: all of them finished reading epoch e.
+// Collectives built on an Arena must keep that discipline: read a peer's
+// epoch-e buffers only between WaitAll(e) and the next Post, and write its
+// own epoch-e buffers only after WaitAll(e-1) returned. (A rank may write
+// its epoch e+1 buffers while still reading epoch e: all peers have posted
+// e, so they are done with epoch e-1, which has the same parity.)
+//
+// # Lifetime
+//
+// Connect creates this rank's segment (0600, O_EXCL, a stale file of the
+// same name removed first), maps every peer's segment, and unlinks its own
+// once every peer has mapped it, so after setup nothing is left in the
+// directory whatever happens to the processes. Each rank holds an
+// open-file-description lock on its segment for as long as its Arena is
+// open; the kernel drops it when the process dies, which is how peers tell
+// a dead or closed rank from a slow one (across PID namespaces too, and
+// immune to PID reuse).
+//
+// After an operation fails part-way (a dead peer, a cancelled context) the
+// ranks' epochs no longer agree, so the Arena refuses further operations
+// (ErrBroken): the communicator must be torn down, as with NCCL's abort.
+package arena

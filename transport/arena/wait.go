@@ -1,0 +1,119 @@
+package arena
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"time"
+)
+
+// pollsPerCheck is how many polls of a flag the spinning phase makes between
+// looks at the clock, the context and Close.
+const pollsPerCheck = 64
+
+// wait blocks until w (a word of local rank j's segment) reaches e. It
+// spins for cfg.SpinTime, then yields the processor between polls for
+// cfg.YieldTime, then sleeps on j's bell, counted in j's waiters so that
+// j's Post wakes it. It fails when ctx ends, the arena is closed, or j is
+// gone (checked every cfg.LivenessInterval once spinning is over).
+func (a *Arena) wait(ctx context.Context, j int, w *atomic.Uint64, e uint64) error {
+	start := time.Now()
+	spinEnd := a.cfg.SpinTime
+	yieldEnd := spinEnd + a.cfg.YieldTime
+	for {
+		for range pollsPerCheck {
+			if w.Load() >= e {
+				return nil
+			}
+		}
+		if err := a.interrupted(ctx, j, e); err != nil {
+			return err
+		}
+		if time.Since(start) >= spinEnd {
+			break
+		}
+	}
+	nextLiveness := time.Duration(0)
+	var stopWake func() bool
+	defer func() {
+		if stopWake != nil {
+			stopWake()
+		}
+	}()
+	bell := a.bells[j]
+	for {
+		if w.Load() >= e {
+			return nil
+		}
+		elapsed := time.Since(start)
+		if elapsed >= nextLiveness {
+			if err := a.checkPeer(j, w, e); err != nil {
+				return err
+			}
+			nextLiveness = elapsed + a.cfg.LivenessInterval
+		}
+		if elapsed < yieldEnd {
+			if err := a.interrupted(ctx, j, e); err != nil {
+				return err
+			}
+			yieldCPU()
+			continue
+		}
+		if stopWake == nil {
+			// Cancellation must end the sleep, not only the deadline.
+			stopWake = context.AfterFunc(ctx, func() { ring(bell) })
+		}
+		// Order matters (see Post and Close): announce, read the bell, then
+		// re-check everything that could have changed before sleeping.
+		a.waiters[j].Add(1)
+		b := bell.Load()
+		if err := a.interrupted(ctx, j, e); err != nil {
+			a.waiters[j].Add(^uint32(0))
+			return err
+		}
+		if w.Load() >= e {
+			a.waiters[j].Add(^uint32(0))
+			return nil
+		}
+		d := min(a.cfg.LivenessInterval, nextLiveness-elapsed)
+		if dl, ok := ctx.Deadline(); ok {
+			d = min(d, time.Until(dl))
+		}
+		err := sleepOn(bell, b, max(d, time.Microsecond))
+		a.waiters[j].Add(^uint32(0))
+		if err != nil {
+			return fmt.Errorf("wait for peer rank %d at epoch %d: %w", a.ranks[j], e, err)
+		}
+	}
+}
+
+// interrupted returns why a wait must stop early: Close or the context.
+func (a *Arena) interrupted(ctx context.Context, j int, e uint64) error {
+	if a.closed.Load() {
+		return ErrClosed
+	}
+	select {
+	case <-ctx.Done():
+		return fmt.Errorf("wait for peer rank %d at epoch %d: %w", a.ranks[j], e, ctx.Err())
+	default:
+		return nil
+	}
+}
+
+// checkPeer fails when local rank j is gone and has not reached e.
+func (a *Arena) checkPeer(j int, w *atomic.Uint64, e uint64) error {
+	alive, err := a.segs[j].alive()
+	if err != nil {
+		return fmt.Errorf("wait for peer rank %d: %w", a.ranks[j], err)
+	}
+	if alive || w.Load() >= e {
+		return nil
+	}
+	return fmt.Errorf("wait at epoch %d: %w", e, &PeerError{Rank: a.ranks[j], Pid: a.segs[j].pid(), Err: ErrPeerGone})
+}
+
+// ring bumps a bell and wakes its sleepers.
+func ring(bell *atomic.Uint32) {
+	bell.Add(1)
+	wakeAll(bell)
+}
