@@ -36,7 +36,14 @@ COLLECTIVE_TIMEOUT = timedelta(seconds=float(os.environ.get("HCCL_GO_TEST_OP_TIM
 
 
 class RankFailure(AssertionError):
-    """Raised in the parent when a rank raised, crashed or did not finish in time."""
+    """Raised in the parent when a rank raised, crashed or did not finish in time.
+
+    `partial` holds what each rank had recorded with ctx.record before the failure:
+    {rank: {key: value}}."""
+
+    def __init__(self, message: str, partial: dict[int, dict] | None = None) -> None:
+        super().__init__(message)
+        self.partial = partial or {}
 
 
 def import_backend(backend: str) -> None:
@@ -59,6 +66,10 @@ class RankContext:
     def progress(self, step: str) -> None:
         """Announces the step this rank is about to run; a timeout report names the last one."""
         self._queue.put(("progress", self.rank, step))
+
+    def record(self, key: str, value: Any) -> None:
+        """Sends one finished result to the parent at once, so it survives a later hang or crash."""
+        self._queue.put(("partial", self.rank, (key, value)))
 
     def new_store(self):
         """A FileStore shared by all ranks; the n-th call returns the same store on every rank."""
@@ -153,6 +164,7 @@ def _collect(job, procs, q, timeout: float, grace: float) -> list[Any]:
     results: dict[int, Any] = {}
     errors: dict[int, str] = {}
     last_step: dict[int, str] = {}
+    partial: dict[int, dict] = {}
     deadline = time.monotonic() + timeout
     first_error_at: float | None = None
     while len(results) + len(errors) < world_size:
@@ -176,12 +188,12 @@ def _collect(job, procs, q, timeout: float, grace: float) -> list[Any]:
                     errors[rank] = f"process died with exit code {p.exitcode} (no result)"
                     first_error_at = first_error_at or time.monotonic()
                     break
-                _record(kind, r, payload, results, errors, last_step)
+                _record(kind, r, payload, results, errors, last_step, partial)
                 if kind == "error":
                     first_error_at = first_error_at or time.monotonic()
                 break
             continue
-        _record(kind, rank, payload, results, errors, last_step)
+        _record(kind, rank, payload, results, errors, last_step, partial)
         if kind == "error":
             first_error_at = first_error_at or time.monotonic()
 
@@ -197,12 +209,15 @@ def _collect(job, procs, q, timeout: float, grace: float) -> list[Any]:
         lines.append(f"--- ranks {missing} did not finish {why}; last steps:")
         for rank in missing:
             lines.append(f"    rank {rank}: {last_step.get(rank, 'none (still starting)')}")
-    raise RankFailure("\n".join(lines))
+    raise RankFailure("\n".join(lines), partial)
 
 
-def _record(kind, rank, payload, results, errors, last_step) -> None:
+def _record(kind, rank, payload, results, errors, last_step, partial) -> None:
     if kind == "progress":
         last_step[rank] = payload
+    elif kind == "partial":
+        key, value = payload
+        partial.setdefault(rank, {})[key] = value
     elif kind == "ok":
         results[rank] = payload
     else:
@@ -227,3 +242,37 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+# --- jobs made of named checks ---
+
+_check_jobs: dict = {}
+
+
+def run_checks(job: Callable[..., dict], world_size: int, *, timeout: float, **kwargs) -> tuple[dict, Any]:
+    """Runs a job whose ranks record one ("ok", value) or ("failed", traceback) per check name
+    (with ctx.record) and return them all as a dict. Runs once per (job, world size), then
+    cached. Returns ({rank: {check: outcome}}, the RankFailure or None): when the job failed,
+    the checks finished before the failure keep their outcomes."""
+    key = (job.__module__, job.__name__, world_size)
+    if key not in _check_jobs:
+        try:
+            results = run_ranks(job, world_size, timeout=timeout, **kwargs)
+            _check_jobs[key] = (dict(enumerate(results)), None)
+        except RankFailure as e:
+            _check_jobs[key] = (e.partial, e)
+    return _check_jobs[key]
+
+
+def assert_check_passed(job: Callable[..., dict], world_size: int, check: str, *, timeout: float) -> dict:
+    """Fails the calling test unless `check` passed on every rank; returns {rank: outcome value}."""
+    import pytest
+
+    per_rank, failure = run_checks(job, world_size, timeout=timeout)
+    missing = [r for r in range(world_size) if check not in per_rank.get(r, {})]
+    if missing:
+        pytest.fail(f"{check} did not finish on ranks {missing}:\n{failure}", pytrace=False)
+    failed = [(r, per_rank[r][check][1]) for r in range(world_size) if per_rank[r][check][0] != "ok"]
+    if failed:
+        pytest.fail("\n".join(f"--- rank {r}:\n{tb}" for r, tb in failed), pytrace=False)
+    return {r: per_rank[r][check][1] for r in range(world_size)}

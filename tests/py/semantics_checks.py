@@ -339,7 +339,39 @@ def check_destroy_and_reinit(ctx) -> None:
             assert torch.all(s == 2.0)
 
 
-# Run in this order; destroy-and-reinit must stay last.
+def check_collective_inside_then_callback(ctx) -> None:
+    """A then() callback may run another collective and wait for it, as DDP's PowerSGD hook
+    does: the thread that completes futures must not be the one the next op needs."""
+    a, b = torch.ones(4), torch.ones(4)
+
+    def callback(fut):
+        inner = dist.all_reduce(b, async_op=True).get_future().wait()[0]
+        return fut.value()[0] + inner
+
+    chained = dist.all_reduce(a, async_op=True).get_future().then(callback)
+    box: list = []
+    done = threading.Event()
+
+    def waiter() -> None:
+        try:
+            box.append(chained.wait())
+        except Exception as e:  # noqa: BLE001
+            box.append(e)
+        done.set()
+
+    threading.Thread(target=waiter, daemon=True).start()
+    if not done.wait(20):
+        raise AssertionError(
+            "deadlock: a then() callback that waits for another all_reduce never finished (20 s); "
+            "callbacks seem to run on the thread that must complete the inner op"
+        )
+    if isinstance(box[0], Exception):
+        raise box[0]
+    assert torch.all(box[0] == 2 * ctx.world_size), f"got {box[0].tolist()}"
+
+
+# Run in this order. destroy-and-reinit comes late; the callback check comes last,
+# since a deadlock there leaves the group stuck.
 CHECKS: list[Callable] = [
     check_barrier,
     check_subgroups_concurrent,
@@ -351,6 +383,7 @@ CHECKS: list[Callable] = [
     check_bad_inputs,
     check_non_contiguous,
     check_destroy_and_reinit,
+    check_collective_inside_then_callback,
 ]
 
 
@@ -363,4 +396,5 @@ def semantics_job(ctx) -> dict[str, object]:
             results[check.__name__] = ("ok", check(ctx))
         except Exception:  # noqa: BLE001
             results[check.__name__] = ("failed", traceback.format_exc())
+        ctx.record(check.__name__, results[check.__name__])
     return results

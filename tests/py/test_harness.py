@@ -63,3 +63,15 @@ def test_hang_names_rank_and_last_step():
     assert "ranks [2] did not finish within the 4 s timeout" in str(info.value)
     assert "rank 2: stuck in all_reduce float32 n=7" in str(info.value)
     assert time.monotonic() - start < 20
+
+
+def _records_then_hangs(ctx):
+    ctx.record("first", ("ok", ctx.rank))
+    ctx.progress("second")
+    time.sleep(60)
+
+
+def test_recorded_results_survive_a_hang():
+    with pytest.raises(RankFailure) as info:
+        run_ranks(_records_then_hangs, 2, init=False, timeout=4)
+    assert info.value.partial == {0: {"first": ("ok", 0)}, 1: {"first": ("ok", 1)}}

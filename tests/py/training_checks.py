@@ -193,6 +193,7 @@ def ddp_job(ctx, names: list[str] | None = None, steps: int = DDP_STEPS) -> dict
             results[v.name] = ("ok", None)
         except Exception:  # noqa: BLE001
             results[v.name] = ("failed", traceback.format_exc())
+        ctx.record(v.name, results[v.name])
     return results
 
 
@@ -275,4 +276,5 @@ def fsdp_job(ctx, steps: int = FSDP_STEPS) -> dict[str, object]:
             results[name] = ("ok", None)
         except Exception:  # noqa: BLE001
             results[name] = ("failed", traceback.format_exc())
+        ctx.record(name, results[name])
     return results
