@@ -13,7 +13,7 @@ from pathlib import Path
 
 import torch
 import torch.distributed as dist
-import torch.multiprocessing as tmp_mp
+import torch.multiprocessing as torch_mp
 
 from .config import BenchConfig
 from .json_out import command_line, write_json
@@ -30,6 +30,10 @@ def under_torchrun() -> bool:
 
 def launch(cfg: BenchConfig) -> int:
     """Runs the benchmark on all ranks; the exit code of the command."""
+    world = int(os.environ["WORLD_SIZE"]) if under_torchrun() else cfg.world_size
+    if cfg.root >= world:
+        print(f"hccl_go bench: --root {cfg.root} is not a rank of a world of {world}", file=sys.stderr)
+        return 2
     if under_torchrun():
         rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
         dist.init_process_group("gloo", timeout=timedelta(seconds=cfg.timeout))
@@ -37,8 +41,8 @@ def launch(cfg: BenchConfig) -> int:
         return code if rank == 0 else 0
     with tempfile.TemporaryDirectory(prefix="hccl_go_bench_") as tmp:
         try:
-            tmp_mp.start_processes(_spawned_rank, args=(cfg, tmp), nprocs=cfg.world_size, start_method="spawn")
-        except (tmp_mp.ProcessRaisedException, tmp_mp.ProcessExitedException) as e:
+            torch_mp.start_processes(_spawned_rank, args=(cfg, tmp), nprocs=cfg.world_size, start_method="spawn")
+        except (torch_mp.ProcessRaisedException, torch_mp.ProcessExitedException) as e:
             print(f"hccl_go bench: a rank failed:\n{e}", file=sys.stderr)
             return 1
         return int(Path(tmp, "exit_code").read_text())
@@ -57,8 +61,6 @@ def _spawned_rank(rank: int, cfg: BenchConfig, tmp: str) -> None:
 def run_rank(cfg: BenchConfig, rank: int, world: int) -> int:
     """The sweep on this rank (the default group is initialised: it is the control group);
     rank 0 prints the report and writes the files. Returns the exit code (0 off rank 0)."""
-    if cfg.root >= world:
-        raise ValueError(f"--root {cfg.root} is not a rank of a world of {world}")
     torch.set_num_threads(cfg.threads)
     sweep = Sweep(cfg, rank, world)
     info = sweep.backend_info()
