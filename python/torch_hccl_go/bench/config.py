@@ -67,8 +67,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--iters",
         default="auto",
-        help="timed iterations per size and backend, or 'auto' (default): as many as fit in "
-        "--max-time, in batches of about 10 ms, at least 3 batches",
+        help="timed iterations per size and backend, in min(N, 10) batches; or 'auto' (default): "
+        "batches of about 10 ms, as many as fit in --max-time (3 to 50 batches)",
     )
     p.add_argument(
         "--max-time",
