@@ -16,7 +16,7 @@ func TestAllReduceMatrix(t *testing.T) {
 		t.Run(fmt.Sprint("p", p), func(t *testing.T) {
 			cfg := testArenaConfig("")
 			w := newWorld(t, p, cfg)
-			for _, pair := range validPairs() {
+			for _, pair := range matrixPairs(p) {
 				dt, op := reduce.DType(pair[0]), reduce.Op(pair[1])
 				for _, n := range counts(p, dt.Size(), cfg) {
 					for _, inPlace := range []bool{false, true} {

@@ -237,3 +237,21 @@ func counts(p, es int, cfg arena.Config) []int {
 	}
 	return c
 }
+
+// matrixPairs is the (dtype, op) pairs tested at p ranks: all valid pairs,
+// or under the race detector (about 20x slower) all of them at p = 2 and 3
+// and every op on a few dtypes elsewhere.
+func matrixPairs(p int) [][2]int32 {
+	all := validPairs()
+	if !raceEnabled || p == 2 || p == 3 {
+		return all
+	}
+	var some [][2]int32
+	for _, pr := range all {
+		switch reduce.DType(pr[0]) {
+		case reduce.Float32, reduce.BFloat16, reduce.Int64, reduce.Bool:
+			some = append(some, pr)
+		}
+	}
+	return some
+}

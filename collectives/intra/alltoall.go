@@ -1,0 +1,202 @@
+package intra
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+
+	"github.com/hccl-go/hccl-go/transport/arena"
+)
+
+// AllToAllV sends send[sendDispls[j]:][:sendCounts[j]] to rank j, which
+// receives it in recv[recvDispls[i]:][:recvCounts[i]], for every pair of
+// ranks (local indices). Counts and displacements are in BYTES;
+// sendCounts[j] on rank i must equal recvCounts[i] on rank j: a mismatch
+// is reported (ErrInvalidArgument) by the receiver once the exchange has
+// run to its end, so the arena stays usable. send and recv may overlap
+// (send is then copied first).
+//
+// Rounds: each rank publishes, for every peer, the next chunk of the block
+// for it, with a header of chunk lengths and a "more" flag; after the post
+// it copies its own block; then it copies the chunks meant for it. Round 0
+// goes through the inline slots (a small exchange is one cache-line-sized
+// round), later rounds through the data halves. The exchange ends after
+// the first round in which no rank set "more". Per rank and byte it sends
+// or receives: read 1 and write 1 on each side (own block: 1 and 1).
+func AllToAllV(ctx context.Context, a *arena.Arena, seq uint64, send []byte, sendCounts, sendDispls []int, recv []byte, recvCounts, recvDispls []int) error {
+	if err := checkAllToAllV(a, send, sendCounts, sendDispls, recv, recvCounts, recvDispls); err != nil {
+		return wrapOp("alltoallv", a, seq, err)
+	}
+	x := exchange{send: send, sendCounts: sendCounts, sendDispls: sendDispls,
+		recv: recv, recvCounts: recvCounts, recvDispls: recvDispls}
+	return wrapOp("alltoallv", a, seq, x.run(ctx, a, seq, defaultTuning()))
+}
+
+func checkAllToAllV(a *arena.Arena, send []byte, sendCounts, sendDispls []int, recv []byte, recvCounts, recvDispls []int) error {
+	if err := checkArena(a); err != nil {
+		return err
+	}
+	p, me := a.Size(), a.Index()
+	if err := checkLayout("send", send, sendCounts, sendDispls, p); err != nil {
+		return err
+	}
+	if err := checkLayout("recv", recv, recvCounts, recvDispls, p); err != nil {
+		return err
+	}
+	if sendCounts[me] != recvCounts[me] {
+		return invalidf("sendCounts[%d] = %d != recvCounts[%d] = %d (the block a rank sends itself)", me, sendCounts[me], me, recvCounts[me])
+	}
+	return nil
+}
+
+// checkLayout requires one block per rank, each inside buf.
+func checkLayout(name string, buf []byte, counts, displs []int, p int) error {
+	if len(counts) != p || len(displs) != p {
+		return invalidf("%d %s counts and %d displacements, want %d each", len(counts), name, len(displs), p)
+	}
+	for j := range p {
+		if counts[j] < 0 || displs[j] < 0 || displs[j] > len(buf)-counts[j] {
+			return invalidf("%s block %d (count %d at %d) outside the %d-byte buffer", name, j, counts[j], displs[j], len(buf))
+		}
+	}
+	return nil
+}
+
+// exchange is one AllToAllV in progress.
+type exchange struct {
+	send                   []byte
+	sendCounts, sendDispls []int
+	recv                   []byte
+	recvCounts, recvDispls []int
+}
+
+func (x exchange) run(ctx context.Context, a *arena.Arena, seq uint64, t tuning) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if overlap(x.send, x.recv) {
+		x.send = append([]byte(nil), x.send...) // keep the outgoing blocks intact
+	}
+	if err := a.Begin(seq); err != nil {
+		return err
+	}
+	var mismatch, err error
+	if a.Size() == 1 {
+		x.copyOwn(a.Index())
+	} else {
+		mismatch, err = x.rounds(ctx, a, t)
+	}
+	a.End(err)
+	if err != nil {
+		return err
+	}
+	return mismatch
+}
+
+func (x exchange) copyOwn(me int) {
+	c := x.sendCounts[me]
+	copy(x.recv[x.recvDispls[me]:][:c], x.send[x.sendDispls[me]:][:c])
+}
+
+// A round's buffer: a header of 8-byte words (the more flag, then the
+// chunk length for each destination), cache-line padded, then one slot per
+// destination.
+func headerBytes(p int) int { return (8*(p+1) + lineBytes - 1) / lineBytes * lineBytes }
+
+// slotBytes is the per-destination capacity of a round buffer of size
+// capacity, 0 when it cannot hold a header and a byte per rank.
+func slotBytes(capacity, p int) int {
+	s := (capacity - headerBytes(p)) / p
+	if s >= lineBytes {
+		s = s / lineBytes * lineBytes
+	}
+	return max(s, 0)
+}
+
+// rounds runs the exchange; mismatch reports counts that disagree with a
+// peer's (the data was then not copied), err a failed wait.
+func (x exchange) rounds(ctx context.Context, a *arena.Arena, t tuning) (mismatch, err error) {
+	me, p := a.Index(), a.Size()
+	hdr := headerBytes(p)
+	inlineSlot := slotBytes(a.InlineBytes(), p)
+	halfSlot := slotBytes(min(a.HalfBytes(), hdr+p*t.copyBytes), p)
+	if halfSlot == 0 {
+		return nil, fmt.Errorf("data half of %d bytes too small for an exchange among %d ranks", a.HalfBytes(), p)
+	}
+	sent := make([]int, p) // bytes of the block for j published so far
+	got := make([]int, p)  // bytes of the block from j received so far
+	for k := 0; ; k++ {
+		inline := k == 0 && inlineSlot > 0
+		slot := halfSlot
+		if inline {
+			slot = inlineSlot
+		}
+		e := a.Next()
+		buf := x.buffer(a, me, e, inline)
+		more := false
+		for j := range p {
+			c := 0
+			if j != me {
+				c = min(slot, x.sendCounts[j]-sent[j])
+				copy(buf[hdr+j*slot:][:c], x.send[x.sendDispls[j]+sent[j]:][:c])
+				sent[j] += c
+				more = more || sent[j] < x.sendCounts[j] || got[j]+min(slot, x.recvCounts[j]-got[j]) < x.recvCounts[j]
+			}
+			binary.LittleEndian.PutUint64(buf[8*(j+1):], uint64(c))
+		}
+		binary.LittleEndian.PutUint64(buf, boolWord(more))
+		if inline {
+			a.PostInline(e)
+		} else {
+			a.Post(e)
+		}
+		if k == 0 {
+			x.copyOwn(me)
+		}
+		if inline {
+			err = a.WaitAllInline(ctx, e)
+		} else {
+			err = a.WaitAll(ctx, e)
+		}
+		if err != nil {
+			return nil, err
+		}
+		anyMore := false
+		for j := range p {
+			in := x.buffer(a, j, e, inline)
+			anyMore = anyMore || binary.LittleEndian.Uint64(in) != 0
+			if j == me {
+				continue
+			}
+			c := int(binary.LittleEndian.Uint64(in[8*(me+1):]))
+			want := min(slot, x.recvCounts[j]-got[j])
+			if c != want {
+				if mismatch == nil {
+					mismatch = invalidf("rank %d sends %d bytes in round %d, this rank expects %d (recvCounts[%d] = %d disagrees with that rank's sendCounts)",
+						j, c, k, want, j, x.recvCounts[j])
+				}
+				c = 0 // keep to the protocol, move no data
+			}
+			copy(x.recv[x.recvDispls[j]+got[j]:][:c], in[hdr+me*slot:][:c])
+			got[j] += want
+		}
+		if !anyMore {
+			return mismatch, nil
+		}
+	}
+}
+
+// buffer is rank j's round buffer of epoch e.
+func (x exchange) buffer(a *arena.Arena, j int, e uint64, inline bool) []byte {
+	if inline {
+		return a.Inline(j, e)
+	}
+	return a.Half(j, e)
+}
+
+func boolWord(b bool) uint64 {
+	if b {
+		return 1
+	}
+	return 0
+}

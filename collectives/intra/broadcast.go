@@ -1,0 +1,105 @@
+package intra
+
+import (
+	"context"
+
+	"github.com/hccl-go/hccl-go/transport/arena"
+)
+
+// Broadcast copies root's send into recv on every rank, root included (root
+// is a local index). send is read on root only (it may be recv itself; it
+// may be nil elsewhere).
+//
+// Root publishes chunks (its inline slot for small payloads, else its data
+// half, copyBytes per epoch), the others copy them out; root's own copy
+// runs after its post, while the others copy. The double buffer lets root
+// publish chunk k+1 while the others still copy chunk k. Per payload byte:
+// root reads 2 and writes 2 (1 and 1 in place), the others read 1 and
+// write 1.
+func Broadcast(ctx context.Context, a *arena.Arena, seq uint64, send, recv []byte, root int) error {
+	if err := checkBroadcast(a, send, recv, root); err != nil {
+		return wrapOp("broadcast", a, seq, err)
+	}
+	return wrapOp("broadcast", a, seq, broadcast(ctx, a, seq, send, recv, root, defaultTuning()))
+}
+
+func checkBroadcast(a *arena.Arena, send, recv []byte, root int) error {
+	if err := checkArena(a); err != nil {
+		return err
+	}
+	if err := checkRoot(root, a.Size()); err != nil {
+		return err
+	}
+	if a.Index() != root {
+		return nil
+	}
+	if err := checkLen("send", send, len(recv)); err != nil {
+		return err
+	}
+	return checkAlias(send, recv)
+}
+
+func broadcast(ctx context.Context, a *arena.Arena, seq uint64, send, recv []byte, root int, t tuning) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if len(recv) == 0 {
+		return nil
+	}
+	if err := a.Begin(seq); err != nil {
+		return err
+	}
+	var err error
+	switch n := len(recv); {
+	case a.Size() == 1:
+		copyUnlessSame(recv, send)
+	case n <= a.InlineBytes():
+		err = broadcastInline(ctx, a, send, recv, root)
+	default:
+		err = broadcastHalves(ctx, a, send, recv, root, t.copyBytes)
+	}
+	a.End(err)
+	return err
+}
+
+func broadcastInline(ctx context.Context, a *arena.Arena, send, recv []byte, root int) error {
+	me, n := a.Index(), len(recv)
+	e := a.Next()
+	if me == root {
+		copy(a.Inline(me, e)[:n], send)
+		a.PostInline(e)
+		copyUnlessSame(recv, send)
+	} else {
+		a.PostInline(e)
+	}
+	if err := a.WaitAllInline(ctx, e); err != nil {
+		return err
+	}
+	if me != root {
+		copy(recv, a.Inline(root, e)[:n])
+	}
+	return nil
+}
+
+func broadcastHalves(ctx context.Context, a *arena.Arena, send, recv []byte, root int, copyBytes int) error {
+	me := a.Index()
+	chunk := alignDown(min(copyBytes, a.HalfBytes()), lineBytes)
+	for off := 0; off < len(recv); off += chunk {
+		m := min(chunk, len(recv)-off)
+		e := a.Next()
+		if me == root {
+			copy(a.Half(me, e)[:m], send[off:off+m])
+		}
+		a.Post(e)
+		if me == root {
+			copyUnlessSame(recv[off:off+m], send[off:off+m])
+		}
+		if err := a.WaitAll(ctx, e); err != nil {
+			return err
+		}
+		if me != root {
+			copy(recv[off:off+m], a.Half(root, e)[:m])
+		}
+	}
+	return nil
+}

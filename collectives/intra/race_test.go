@@ -1,0 +1,5 @@
+//go:build race
+
+package intra
+
+const raceEnabled = true

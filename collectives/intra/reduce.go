@@ -1,0 +1,72 @@
+package intra
+
+import (
+	"context"
+
+	"github.com/hccl-go/hccl-go/collectives/reduce"
+	"github.com/hccl-go/hccl-go/transport/arena"
+)
+
+// Reduce reduces send over the ranks with op into recv on root (a local
+// index); recv is written on root only (it may be nil elsewhere, and may be
+// send itself on root). Avg and PreMulSum as in AllReduce.
+//
+// Small payloads go one-shot (every rank publishes, root reduces all p
+// inputs); large ones through the AllReduce pipeline with the results
+// copied out on root only, so the p ranks share the reduction work. Per
+// rank and payload byte, large, p = 2: publish 1, reduce 1.5, root's
+// copy-out 2 (3.5 on root, 2.5 elsewhere).
+func Reduce(ctx context.Context, a *arena.Arena, seq uint64, send, recv []byte, dt reduce.DType, op reduce.Op, preMul float64, root int) error {
+	if err := checkReduce(a, send, recv, dt, op, root); err != nil {
+		return wrapOp("reduce", a, seq, err)
+	}
+	return wrapOp("reduce", a, seq, reduceRoot(ctx, a, seq, send, recv, dt, op, preMul, root, defaultTuning()))
+}
+
+func checkReduce(a *arena.Arena, send, recv []byte, dt reduce.DType, op reduce.Op, root int) error {
+	if err := checkArena(a); err != nil {
+		return err
+	}
+	if err := checkReduction(dt, op); err != nil {
+		return err
+	}
+	if err := checkRoot(root, a.Size()); err != nil {
+		return err
+	}
+	if err := checkElems("send", send, dt); err != nil {
+		return err
+	}
+	if a.Index() != root {
+		return nil
+	}
+	if err := checkLen("recv", recv, len(send)); err != nil {
+		return err
+	}
+	return checkAlias(send, recv)
+}
+
+func reduceRoot(ctx context.Context, a *arena.Arena, seq uint64, send, recv []byte, dt reduce.DType, op reduce.Op, preMul float64, root int, t tuning) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if len(send) == 0 {
+		return nil
+	}
+	if err := a.Begin(seq); err != nil {
+		return err
+	}
+	var err error
+	r := reduction{a: a, dt: dt, op: op, preMul: preMul}
+	switch n := len(send); {
+	case a.Size() == 1:
+		local(dt, op, preMul, recv, send)
+	case n <= a.InlineBytes():
+		err = r.oneShotInline(ctx, send, recv, root)
+	case n <= t.oneShotMax:
+		err = r.oneShotHalves(ctx, send, recv, root)
+	default:
+		err = r.rsag(ctx, send, recv, root, t.sliceBytes)
+	}
+	a.End(err)
+	return err
+}
