@@ -34,11 +34,13 @@ type link struct {
 	// Receive side: messages announced on stream 0 whose later frames are
 	// still to come, possibly on other streams.
 	rmu       sync.Mutex
-	rcond     *sync.Cond // signalled on announcement (if waiting > 0) and failure
+	rcond     *sync.Cond // signalled on announcement (if waiting > 0), failure, and goodbye on stream 0
 	announced uint64     // start frames seen; the next expected sequence number
 	partial   map[uint64]*partialMsg
 	waiting   int
 	broken    bool
+	byes      int  // streams the peer said goodbye on
+	startsEnd bool // the peer said goodbye on stream 0: nothing more is announced
 }
 
 func newLink(e *Endpoint, peer int, conns []*net.TCPConn, fragSize int) *link {
@@ -199,7 +201,7 @@ func (l *link) announce(h frameHeader) (*match.Incoming, error) {
 func (l *link) lookup(h frameHeader, onStream0 bool) (*match.Incoming, error) {
 	l.rmu.Lock()
 	defer l.rmu.Unlock()
-	for h.Seq >= l.announced && !onStream0 && !l.broken {
+	for h.Seq >= l.announced && !onStream0 && !l.broken && !l.startsEnd {
 		l.waiting++
 		l.rcond.Wait()
 		l.waiting--

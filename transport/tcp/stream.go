@@ -125,8 +125,18 @@ const fastWriteWindow = time.Millisecond
 // write writes s.wbufs, stopping early if ctx ends. Almost every frame fits
 // in the socket buffer and goes out at once, so the cancellation machinery
 // is armed only when a first attempt, bounded by a short deadline, stalls.
+//
+// Each write sets the write deadline it needs before writing and leaves it
+// behind afterwards: once every byte is written nothing may turn the frame
+// into a failure. (Clearing the deadline after a complete write fails when
+// the peer, having got the message, closed its endpoint and our reader
+// closed the connection on its goodbye; the peer's last receive then
+// succeeded while our send reported the link closed.)
 func (s *stream) write(ctx context.Context) (int64, error) {
 	if ctx.Done() == nil {
+		if err := s.conn.SetWriteDeadline(time.Time{}); err != nil {
+			return 0, fmt.Errorf("clear write deadline: %w", err)
+		}
 		return s.wbufs.WriteTo(s.conn)
 	}
 	if err := ctx.Err(); err != nil {
@@ -137,9 +147,6 @@ func (s *stream) write(ctx context.Context) (int64, error) {
 	}
 	n, err := s.wbufs.WriteTo(s.conn)
 	if err == nil || !errors.Is(err, os.ErrDeadlineExceeded) {
-		if err == nil {
-			err = s.conn.SetWriteDeadline(time.Time{})
-		}
 		return n, err
 	}
 
@@ -155,10 +162,7 @@ func (s *stream) write(ctx context.Context) (int64, error) {
 	}
 	m, err := s.wbufs.WriteTo(s.conn) // WriteTo consumed what was written
 	if !stop() {
-		<-fired
-		if err == nil {
-			err = s.conn.SetWriteDeadline(time.Time{})
-		}
+		<-fired // its deadline must not land on the next write's
 	}
 	return n + m, err
 }
@@ -180,13 +184,26 @@ func (s *stream) sayBye(deadline time.Time) {
 }
 
 // readLoop reads frames until the connection fails or closes, then fails
-// the link (a no-op when the endpoint is closing).
+// the link (a no-op when the endpoint is closing). A goodbye ends only its
+// own stream while other streams may still hold the end of the peer's last
+// messages (see saidBye).
 func (l *link) readLoop(s *stream) {
 	for {
-		if err := s.readFrame(); err != nil {
-			l.fail(fmt.Errorf("read on stream %d: %w", s.index, err))
-			return
+		err := s.readFrame()
+		if err == nil {
+			continue
 		}
+		if errors.Is(err, errPeerClosed) {
+			if !l.saidBye(s.index) {
+				return
+			}
+		} else if l.byeHeard() {
+			// The peer closes on purpose; a stream it could not say
+			// goodbye on (its writer was busy) just ends.
+			err = fmt.Errorf("%w (%w)", errPeerClosed, err)
+		}
+		l.fail(fmt.Errorf("read on stream %d: %w", s.index, err))
+		return
 	}
 }
 

@@ -41,6 +41,8 @@ func Run(t *testing.T, newGroup NewGroupFunc) {
 		{"SizeMismatch", testSizeMismatch},
 		{"SelfSend", testSelfSend},
 		{"Concurrent", testConcurrent},
+		{"TaggedStress", testTaggedStress},
+		{"CloseRightAfterExchange", testCloseRightAfterExchange},
 		{"RecvTimeout", testRecvTimeout},
 		{"Close", testClose},
 		{"PeerDeath", testPeerDeath},
