@@ -6,6 +6,7 @@ package pgbackend
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/hccl-go/hccl-go/streams"
 	"github.com/hccl-go/hccl-go/transport"
+	"github.com/hccl-go/hccl-go/transport/arena"
 )
 
 // Stream indices of a communicator's collective streams.
@@ -38,7 +40,10 @@ type Communicator struct {
 
 	seq     atomic.Uint64 // collective sequence number, identical across ranks
 	streams [numStreams]*streams.Stream
-	p2p     *p2pQueues
+	// arenas, one per stream, are set when every rank shares this host:
+	// collectives then run in shared memory (collectives/intra).
+	arenas [numStreams]*arena.Arena
+	p2p    *p2pQueues
 
 	mu        sync.Mutex
 	destroyed bool
@@ -72,6 +77,11 @@ func (c *Communicator) Config() Config { return c.cfg }
 func (c *Communicator) Abort() {
 	c.cancel()
 	_ = c.ep.Close()
+	for _, a := range c.arenas {
+		if a != nil {
+			_ = a.Close() // wakes waiters in shared memory too
+		}
+	}
 }
 
 // Destroy waits up to the timeout for queued work to finish, aborts what is
@@ -102,7 +112,13 @@ func (c *Communicator) Destroy() error {
 		<-drained
 	}
 	c.cancel()
-	if err := c.ep.Close(); err != nil {
+	err := c.ep.Close()
+	for _, a := range c.arenas {
+		if a != nil {
+			err = errors.Join(err, a.Close())
+		}
+	}
+	if err != nil {
 		return fmt.Errorf("destroy rank %d: %w", c.rank, err)
 	}
 	return nil

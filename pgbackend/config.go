@@ -31,6 +31,9 @@ type Config struct {
 	StreamsPerPeer int
 	// ChunkBytes is the pipelining unit of ring/chain algorithms (0 = default).
 	ChunkBytes int
+	// ShmCollectives runs collectives of single-host communicators
+	// directly in shared memory (collectives/intra) instead of as messages.
+	ShmCollectives bool
 	// Debug is the log level: "WARN" (default) or "INFO".
 	Debug string
 }
@@ -57,6 +60,8 @@ var Vars = []Var{
 		func(c *Config, v string) error { return setInt(&c.StreamsPerPeer, v, 1, 64) }},
 	{"HCCL_GO_CHUNK_BYTES", "0", "Pipelining chunk of ring/chain algorithms in bytes (0: the library's default).",
 		func(c *Config, v string) error { return setInt(&c.ChunkBytes, v, 0, 1<<30) }},
+	{"HCCL_GO_SHM_COLLECTIVES", "1", "`1`: when all ranks share one host, collectives work directly in shared memory; `0`: as messages over the shm transport.",
+		func(c *Config, v string) error { return setBool(&c.ShmCollectives, v) }},
 	{"HCCL_GO_DEBUG", "WARN", "Log level: `WARN` or `INFO` (logs transports and algorithm choices once).",
 		func(c *Config, v string) error { return setEnum(&c.Debug, strings.ToUpper(v), "WARN", "INFO") }},
 }
@@ -141,6 +146,18 @@ func setInt(dst *int, v string, lo, hi int) error {
 		return fmt.Errorf("want an integer in [%d, %d], got %q", lo, hi, v)
 	}
 	*dst = n
+	return nil
+}
+
+func setBool(dst *bool, v string) error {
+	switch strings.ToLower(v) {
+	case "1", "true", "yes", "on":
+		*dst = true
+	case "0", "false", "no", "off":
+		*dst = false
+	default:
+		return fmt.Errorf("want 0 or 1, got %q", v)
+	}
 	return nil
 }
 

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/hccl-go/hccl-go/transport"
+	"github.com/hccl-go/hccl-go/transport/arena"
 	"github.com/hccl-go/hccl-go/transport/hybrid"
 	"github.com/hccl-go/hccl-go/transport/shm"
 	"github.com/hccl-go/hccl-go/transport/tcp"
@@ -71,10 +72,6 @@ func Connect(ctx context.Context, l *tcp.Listener, rv Rendezvous, cfg Config) (*
 		l.Close()
 		return nil, fmt.Errorf("init: %w: %d host ids for %d ranks", ErrInvalidArgument, len(rv.HostIDs), size)
 	}
-	if err := checkReachable(rv); err != nil {
-		l.Close()
-		return nil, fmt.Errorf("init rank %d: %w", rv.Rank, err)
-	}
 	ctx, cancel := context.WithTimeout(ctx, cfg.ConnectTimeout)
 	defer cancel()
 	local, err := shmPeers(rv, cfg)
@@ -90,7 +87,7 @@ func Connect(ctx context.Context, l *tcp.Listener, rv Rendezvous, cfg Config) (*
 		ConnectTimeout: cfg.ConnectTimeout,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("init rank %d of %d: %w", rv.Rank, size, err)
+		return nil, fmt.Errorf("init rank %d of %d: %w%s", rv.Rank, size, err, loopbackHint(rv))
 	}
 	kinds := make([]string, size)
 	for i := range kinds {
@@ -114,7 +111,23 @@ func Connect(ctx context.Context, l *tcp.Listener, rv Rendezvous, cfg Config) (*
 			routes[p], kinds[p] = shmEP, "shm"
 		}
 	}
-	return New(hybrid.New(rv.Rank, size, routes), cfg, kinds), nil // closes both
+	c := New(hybrid.New(rv.Rank, size, routes), cfg, kinds) // closes both endpoints
+	if len(local) == size && cfg.ShmCollectives {
+		for i := range c.arenas {
+			a, err := arena.Connect(ctx, rv.Rank, local, fmt.Sprintf("%s-s%d", jobID(rv), i), arena.Config{})
+			if err != nil {
+				_ = c.Destroy()
+				return nil, fmt.Errorf("init rank %d: shared-memory arena: %w", rv.Rank, err)
+			}
+			c.arenas[i] = a
+		}
+		for i := range kinds {
+			if i != rv.Rank {
+				kinds[i] = "shm+arena"
+			}
+		}
+	}
+	return c, nil
 }
 
 // shmPeers lists the ranks (this one included) that share this rank's host
@@ -149,16 +162,17 @@ func jobID(rv Rendezvous) string {
 	return hex.EncodeToString(h.Sum(nil))[:16]
 }
 
-// checkReachable refuses a job whose ranks sit on different hosts but
-// advertise loopback addresses: they could never connect.
-func checkReachable(rv Rendezvous) error {
+// loopbackHint explains a failed connection between ranks on different
+// hosts that advertise loopback addresses (HCCL_GO_SOCKET_IFNAME unset).
+// Emulated hosts on one machine legitimately do that, so it is only a hint.
+func loopbackHint(rv Rendezvous) string {
 	if rv.HostIDs == nil {
-		return nil
+		return ""
 	}
 	for i, a := range rv.Addrs {
 		if rv.HostIDs[i] != rv.HostIDs[rv.Rank] && strings.HasPrefix(a, "127.") {
-			return fmt.Errorf("rank %d is on another host but advertises loopback address %s: set HCCL_GO_SOCKET_IFNAME on every rank", i, a)
+			return fmt.Sprintf(" (rank %d is on another host but advertises loopback address %s: set HCCL_GO_SOCKET_IFNAME on every rank)", i, a)
 		}
 	}
-	return nil
+	return ""
 }

@@ -5,9 +5,11 @@ import (
 	"fmt"
 
 	"github.com/hccl-go/hccl-go/collectives"
+	"github.com/hccl-go/hccl-go/collectives/intra"
 	"github.com/hccl-go/hccl-go/collectives/reduce"
 	"github.com/hccl-go/hccl-go/streams"
 	"github.com/hccl-go/hccl-go/transport"
+	"github.com/hccl-go/hccl-go/transport/arena"
 )
 
 // The collectives below validate their arguments before queuing (an error
@@ -22,6 +24,9 @@ func (c *Communicator) AllReduce(send, recv []byte, dt reduce.DType, op reduce.O
 	}
 	o := c.options("allreduce", preMul)
 	return c.submitCollective(stream, "allreduce", len(send), func(ctx context.Context, tag transport.Tag) error {
+		if a := c.arenaFor(stream, o); a != nil {
+			return intra.AllReduce(ctx, a, uint64(tag), send, recv, dt, op, preMul)
+		}
 		return collectives.AllReduce(ctx, c.ep, tag, send, recv, dt, op, o)
 	})
 }
@@ -36,6 +41,9 @@ func (c *Communicator) Broadcast(send, recv []byte, root, stream int) (*streams.
 	}
 	o := c.options("broadcast", 0)
 	return c.submitCollective(stream, "broadcast", len(recv), func(ctx context.Context, tag transport.Tag) error {
+		if a := c.arenaFor(stream, o); a != nil {
+			return intra.Broadcast(ctx, a, uint64(tag), send, recv, root)
+		}
 		return collectives.Broadcast(ctx, c.ep, tag, send, recv, root, o)
 	})
 }
@@ -56,6 +64,9 @@ func (c *Communicator) Reduce(send, recv []byte, dt reduce.DType, op reduce.Op, 
 	}
 	o := c.options("reduce", preMul)
 	return c.submitCollective(stream, "reduce", len(send), func(ctx context.Context, tag transport.Tag) error {
+		if a := c.arenaFor(stream, o); a != nil {
+			return intra.Reduce(ctx, a, uint64(tag), send, recv, dt, op, preMul, root)
+		}
 		return collectives.Reduce(ctx, c.ep, tag, send, recv, dt, op, root, o)
 	})
 }
@@ -67,6 +78,9 @@ func (c *Communicator) AllGather(send, recv []byte, stream int) (*streams.Work, 
 	}
 	o := c.options("allgather", 0)
 	return c.submitCollective(stream, "allgather", len(recv), func(ctx context.Context, tag transport.Tag) error {
+		if a := c.arenaFor(stream, o); a != nil {
+			return intra.AllGather(ctx, a, uint64(tag), send, recv)
+		}
 		return collectives.AllGather(ctx, c.ep, tag, send, recv, o)
 	})
 }
@@ -98,6 +112,9 @@ func (c *Communicator) ReduceScatter(send, recv []byte, dt reduce.DType, op redu
 	}
 	o := c.options("reducescatter", preMul)
 	return c.submitCollective(stream, "reducescatter", len(send), func(ctx context.Context, tag transport.Tag) error {
+		if a := c.arenaFor(stream, o); a != nil {
+			return intra.ReduceScatter(ctx, a, uint64(tag), send, recv, dt, op, preMul)
+		}
 		return collectives.ReduceScatter(ctx, c.ep, tag, send, recv, dt, op, o)
 	})
 }
@@ -135,6 +152,9 @@ func (c *Communicator) AllToAllV(send []byte, sendCounts, sendDispls []int, recv
 	sc, sd, rc, rd := clone(sendCounts), clone(sendDispls), clone(recvCounts), clone(recvDispls)
 	o := c.options("alltoall", 0)
 	return c.submitCollective(stream, "alltoallv", len(send), func(ctx context.Context, tag transport.Tag) error {
+		if a := c.arenaFor(stream, o); a != nil {
+			return intra.AllToAllV(ctx, a, uint64(tag), send, sc, sd, recv, rc, rd)
+		}
 		return collectives.AllToAllV(ctx, c.ep, tag, send, sc, sd, recv, rc, rd, o)
 	})
 }
@@ -169,9 +189,23 @@ func (c *Communicator) Scatter(send, recv []byte, root, stream int) (*streams.Wo
 
 // Barrier completes on each rank once every rank has entered it.
 func (c *Communicator) Barrier(stream int) (*streams.Work, error) {
+	o := c.options("barrier", 0)
 	return c.submitCollective(stream, "barrier", 0, func(ctx context.Context, tag transport.Tag) error {
+		if a := c.arenaFor(stream, o); a != nil {
+			return intra.Barrier(ctx, a, uint64(tag))
+		}
 		return collectives.Barrier(ctx, c.ep, tag)
 	})
+}
+
+// arenaFor returns the stream's shared-memory arena when the op should run
+// there: the communicator lives on one host and no message algorithm was
+// forced for the op (HCCL_GO_ALGO=shm also selects the arena explicitly).
+func (c *Communicator) arenaFor(stream int, o collectives.Options) *arena.Arena {
+	if o.Algo != collectives.Auto && o.Algo != "shm" {
+		return nil
+	}
+	return c.arenas[stream]
 }
 
 func (c *Communicator) options(op string, preMul float64) collectives.Options {
