@@ -16,12 +16,14 @@ many checks into one job rather than many jobs.
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing as mp
 import os
 import queue
 import shutil
 import sys
 import tempfile
+import threading
 import time
 import traceback
 from dataclasses import dataclass, field
@@ -70,6 +72,26 @@ class RankContext:
     def record(self, key: str, value: Any) -> None:
         """Sends one finished result to the parent at once, so it survives a later hang or crash."""
         self._queue.put(("partial", self.rank, (key, value)))
+
+    @contextlib.contextmanager
+    def watchdog(self, key: str, seconds: float):
+        """Bounds one check: if the block has not finished after `seconds`, records
+        ("failed", why) under `key` and ends this process, so a hang costs `seconds`
+        instead of the whole job's timeout."""
+
+        def expire() -> None:
+            self.record(key, ("failed", f"{key} did not finish within {seconds:.0f} s (hung); process ended"))
+            self._queue.close()
+            self._queue.join_thread()  # make sure the record reaches the parent
+            os._exit(3)
+
+        timer = threading.Timer(seconds, expire)
+        timer.daemon = True
+        timer.start()
+        try:
+            yield
+        finally:
+            timer.cancel()
 
     def new_store(self):
         """A FileStore shared by all ranks; the n-th call returns the same store on every rank."""

@@ -75,3 +75,17 @@ def test_recorded_results_survive_a_hang():
     with pytest.raises(RankFailure) as info:
         run_ranks(_records_then_hangs, 2, init=False, timeout=4)
     assert info.value.partial == {0: {"first": ("ok", 0)}, 1: {"first": ("ok", 1)}}
+
+
+def _hangs_under_watchdog(ctx):
+    with ctx.watchdog("slow check", 1):
+        time.sleep(60)
+
+
+def test_watchdog_records_the_hang_and_ends_the_rank():
+    start = time.monotonic()
+    with pytest.raises(RankFailure) as info:
+        run_ranks(_hangs_under_watchdog, 2, init=False, timeout=30, grace=1)
+    assert info.value.partial[0]["slow check"][0] == "failed"
+    assert "did not finish within 1 s" in info.value.partial[1]["slow check"][1]
+    assert time.monotonic() - start < 15

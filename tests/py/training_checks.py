@@ -25,6 +25,7 @@ from harness import COLLECTIVE_TIMEOUT
 from reference import digest
 
 BATCH = 8  # samples per rank per step
+VARIANT_SECONDS = 60  # a variant trains in a few seconds; more means it hung
 CLASSES = 4
 
 
@@ -179,9 +180,10 @@ def ddp_job(ctx, names: list[str] | None = None, steps: int = DDP_STEPS) -> dict
             continue
         ctx.progress(f"ddp {v.name}")
         try:
-            got = train_ddp(v, None, steps, ctx.rank)
-            ctx.progress(f"ddp {v.name} on gloo")
-            on_gloo = train_ddp(v, gloo, steps, ctx.rank)
+            with ctx.watchdog(v.name, VARIANT_SECONDS):
+                got = train_ddp(v, None, steps, ctx.rank)
+                ctx.progress(f"ddp {v.name} on gloo")
+                on_gloo = train_ddp(v, gloo, steps, ctx.rank)
             same_on_all_ranks(got, gloo, ctx.world_size, f"{v.name} on {ctx.backend}")
             compare_params(got, on_gloo, v.gloo_tol, f"{v.name}: {ctx.backend} vs gloo")
             if v.ref_tol is not None:
@@ -270,7 +272,8 @@ def fsdp_job(ctx, steps: int = FSDP_STEPS) -> dict[str, object]:
     for name, train in FSDP_VARIANTS.items():
         ctx.progress(name)
         try:
-            got = train(ctx, steps)
+            with ctx.watchdog(name, VARIANT_SECONDS):
+                got = train(ctx, steps)
             same_on_all_ranks(got, gloo, ctx.world_size, f"{name} on {ctx.backend}")
             compare_params(got, ref, 1e-4, f"{name}: {ctx.backend} vs single-process reference")
             results[name] = ("ok", None)
