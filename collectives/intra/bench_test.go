@@ -3,7 +3,11 @@ package intra
 import (
 	"context"
 	"fmt"
+	"os"
+	"os/exec"
 	"runtime"
+	"slices"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -14,67 +18,179 @@ import (
 	"github.com/hccl-go/hccl-go/transport/arena"
 )
 
+// Benchmarks run 2 ranks, as two processes (the test binary re-executed as
+// rank 1, see TestMain) or as two goroutines locked to OS threads ("Goroutines"
+// variants). Each reports the median time per op over batches (robust on a
+// shared, noisy host) and busbw by the nccl-tests definition.
+
 // benchSizes are the payload sizes of the benchmarks, in bytes.
 var benchSizes = []int{8, 64 << 10, 1 << 20, 16 << 20, 128 << 20, 512 << 20}
 
-// benchOp is one rank's call of the benchmarked collective.
-type benchOp func(ctx context.Context, a *arena.Arena, rank int, seq uint64, send, recv []byte) error
+// benchCase is one benchmarked collective at one size n (nccl-tests'
+// "size": the all_reduce buffer, the all_gather output...).
+type benchCase struct {
+	sendLen, recvLen int
+	busFactor        float64 // busbw = algbw * busFactor at p = 2
+	call             func(ctx context.Context, a *arena.Arena, seq uint64, send, recv []byte) error
+}
 
-// benchWorld runs op on 2 ranks as goroutines locked to OS threads, b.N
-// times after a warm-up, and reports busbw (nccl-tests definition, factor
-// busFactor of algbw) besides the time per op.
-func benchWorld(b *testing.B, n, sendLen, recvLen int, busFactor float64, op benchOp) {
+func newBenchCase(op string, n int) (benchCase, error) {
 	const p = 2
-	w := newWorld(b, p, arena.Config{})
-	bufs := make([][2][]byte, p)
-	for r := range p {
-		bufs[r] = [2][]byte{make([]byte, sendLen), make([]byte, recvLen)}
-		for i := range bufs[r][0] {
-			bufs[r][0][i] = byte(i + r)
+	switch op {
+	case "allreduce":
+		return benchCase{n, n, 1, func(ctx context.Context, a *arena.Arena, seq uint64, send, recv []byte) error {
+			return AllReduce(ctx, a, seq, send, recv, reduce.Float32, reduce.Sum, 0)
+		}}, nil
+	case "allgather":
+		return benchCase{n / p, n, 0.5, func(ctx context.Context, a *arena.Arena, seq uint64, send, recv []byte) error {
+			return AllGather(ctx, a, seq, send, recv)
+		}}, nil
+	case "reducescatter":
+		return benchCase{n, n / p, 0.5, func(ctx context.Context, a *arena.Arena, seq uint64, send, recv []byte) error {
+			return ReduceScatter(ctx, a, seq, send, recv, reduce.Float32, reduce.Sum, 0)
+		}}, nil
+	case "broadcast":
+		return benchCase{n, n, 1, func(ctx context.Context, a *arena.Arena, seq uint64, send, recv []byte) error {
+			return Broadcast(ctx, a, seq, send, recv, 0)
+		}}, nil
+	case "alltoall":
+		return benchCase{n, n, 0.5, func(ctx context.Context, a *arena.Arena, seq uint64, send, recv []byte) error {
+			c := []int{n / p, n / p}
+			d := []int{0, n / p}
+			return AllToAllV(ctx, a, seq, send, c, d, recv, c, d)
+		}}, nil
+	}
+	return benchCase{}, fmt.Errorf("unknown benchmark op %q", op)
+}
+
+// benchLoop runs iters ops after a warm-up and a barrier, timing each op
+// on its own; it returns the median.
+func benchLoop(ctx context.Context, a *arena.Arena, bc benchCase, n, iters int) (time.Duration, error) {
+	send, recv := make([]byte, bc.sendLen), make([]byte, bc.recvLen)
+	for i := range send {
+		send[i] = byte(i)
+	}
+	seq := uint64(0)
+	step := func() error {
+		seq++
+		return bc.call(ctx, a, seq, send, recv)
+	}
+	for range 2 + min(50, (64<<20)/max(n, 1)) {
+		if err := step(); err != nil {
+			return 0, err
 		}
 	}
-	ctx := context.Background()
-	start := make(chan struct{})
-	var wg sync.WaitGroup
-	errs := make([]error, p)
-	var elapsed time.Duration
-	warm := 2 + min(20, (64<<20)/max(n, 1))
-	for r, a := range w.arenas {
-		wg.Go(func() {
-			runtime.LockOSThread()
-			defer runtime.UnlockOSThread()
-			seq := uint64(0)
-			for range warm {
-				seq++
-				if errs[r] = op(ctx, a, r, seq, bufs[r][0], bufs[r][1]); errs[r] != nil {
-					return
-				}
-			}
-			if r == 0 {
-				<-start
-			}
-			t0 := time.Now()
-			for range b.N {
-				seq++
-				if errs[r] = op(ctx, a, r, seq, bufs[r][0], bufs[r][1]); errs[r] != nil {
-					return
-				}
-			}
-			if r == 0 {
-				elapsed = time.Since(t0)
-			}
+	seq++
+	if err := Barrier(ctx, a, seq); err != nil {
+		return 0, err
+	}
+	// Each op is timed on its own: on a shared host the median of single
+	// ops ignores the time slices lost to other processes.
+	per := make([]time.Duration, iters)
+	for i := range per {
+		t0 := time.Now()
+		if err := step(); err != nil {
+			return 0, err
+		}
+		per[i] = time.Since(t0)
+	}
+	slices.Sort(per)
+	return per[len(per)/2], nil
+}
+
+// report turns a median time per op into the benchmark's metrics.
+func report(b *testing.B, bc benchCase, n int, med time.Duration) {
+	b.ReportMetric(float64(med.Nanoseconds())/1e3, "us/op")
+	b.ReportMetric(float64(n)/med.Seconds()/1e9*bc.busFactor, "busGB/s")
+}
+
+// Environment of the helper process that plays rank 1.
+const (
+	helperEnv = "HCCL_GO_INTRA_TEST_HELPER"
+	jobEnv    = "HCCL_GO_INTRA_TEST_JOB"
+	dirEnv    = "HCCL_GO_INTRA_TEST_DIR"
+	opEnv     = "HCCL_GO_INTRA_TEST_OP"
+	sizeEnv   = "HCCL_GO_INTRA_TEST_SIZE"
+	itersEnv  = "HCCL_GO_INTRA_TEST_ITERS"
+)
+
+// helperBench is rank 1 of a two-process benchmark.
+func helperBench(ctx context.Context, a *arena.Arena) error {
+	n, err := strconv.Atoi(os.Getenv(sizeEnv))
+	if err != nil {
+		return err
+	}
+	iters, err := strconv.Atoi(os.Getenv(itersEnv))
+	if err != nil {
+		return err
+	}
+	bc, err := newBenchCase(os.Getenv(opEnv), n)
+	if err != nil {
+		return err
+	}
+	_, err = benchLoop(ctx, a, bc, n, iters)
+	return err
+}
+
+// startHelper re-executes the test binary as local rank 1 of a 2-rank
+// arena in role, with extra environment.
+func startHelper(t testing.TB, role, job, dir string, env ...string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), helperEnv+"="+role, jobEnv+"="+job, dirEnv+"="+dir)
+	cmd.Env = append(cmd.Env, env...)
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	require.NoError(t, cmd.Start())
+	return cmd
+}
+
+func benchTwoProcesses(b *testing.B, op string) {
+	for _, n := range benchSizes {
+		b.Run(sizeName(n), func(b *testing.B) {
+			bc, err := newBenchCase(op, n)
+			require.NoError(b, err)
+			dir := shmDir(b)
+			job := fmt.Sprintf("bench-%d-%d", os.Getpid(), time.Now().UnixNano())
+			iters := b.N
+			cmd := startHelper(b, "bench", job, dir, opEnv+"="+op, sizeEnv+"="+strconv.Itoa(n), itersEnv+"="+strconv.Itoa(iters))
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+			defer cancel()
+			a, err := arena.Connect(ctx, 0, []int{0, 1}, job, arena.Config{Dir: dir})
+			require.NoError(b, err)
+			defer a.Close()
+			b.ResetTimer()
+			med, err := benchLoop(ctx, a, bc, n, iters)
+			b.StopTimer()
+			require.NoError(b, err)
+			require.NoError(b, cmd.Wait())
+			report(b, bc, n, med)
 		})
 	}
-	b.ResetTimer()
-	close(start)
-	wg.Wait()
-	b.StopTimer()
-	for r := range p {
-		require.NoError(b, errs[r])
+}
+
+func benchGoroutines(b *testing.B, op string) {
+	for _, n := range benchSizes {
+		b.Run(sizeName(n), func(b *testing.B) {
+			bc, err := newBenchCase(op, n)
+			require.NoError(b, err)
+			w := newWorld(b, 2, arena.Config{})
+			var wg sync.WaitGroup
+			meds, errs := make([]time.Duration, 2), make([]error, 2)
+			b.ResetTimer()
+			for r, a := range w.arenas {
+				wg.Go(func() {
+					runtime.LockOSThread()
+					defer runtime.UnlockOSThread()
+					meds[r], errs[r] = benchLoop(context.Background(), a, bc, n, b.N)
+				})
+			}
+			wg.Wait()
+			b.StopTimer()
+			require.NoError(b, errs[0])
+			require.NoError(b, errs[1])
+			report(b, bc, n, meds[0])
+		})
 	}
-	per := elapsed.Seconds() / float64(b.N)
-	b.ReportMetric(per*1e6, "us/op")
-	b.ReportMetric(float64(n)/per/1e9*busFactor, "busGB/s")
 }
 
 func sizeName(n int) string {
@@ -87,12 +203,9 @@ func sizeName(n int) string {
 	return fmt.Sprintf("%dB", n)
 }
 
-func BenchmarkAllReduce(b *testing.B) {
-	for _, n := range benchSizes {
-		b.Run(sizeName(n), func(b *testing.B) {
-			benchWorld(b, n, n, n, 1, func(ctx context.Context, a *arena.Arena, _ int, seq uint64, send, recv []byte) error {
-				return AllReduce(ctx, a, seq, send, recv, reduce.Float32, reduce.Sum, 0)
-			})
-		})
-	}
-}
+func BenchmarkAllReduce(b *testing.B)           { benchTwoProcesses(b, "allreduce") }
+func BenchmarkAllGather(b *testing.B)           { benchTwoProcesses(b, "allgather") }
+func BenchmarkReduceScatter(b *testing.B)       { benchTwoProcesses(b, "reducescatter") }
+func BenchmarkBroadcast(b *testing.B)           { benchTwoProcesses(b, "broadcast") }
+func BenchmarkAllToAll(b *testing.B)            { benchTwoProcesses(b, "alltoall") }
+func BenchmarkAllReduceGoroutines(b *testing.B) { benchGoroutines(b, "allreduce") }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/hccl-go/hccl-go/collectives"
 	"github.com/hccl-go/hccl-go/collectives/reduce"
 	"github.com/hccl-go/hccl-go/transport/arena"
 )
@@ -255,3 +256,6 @@ func matrixPairs(p int) [][2]int32 {
 	}
 	return some
 }
+
+// errInvalid is the sentinel of usage errors.
+func errInvalid() error { return collectives.ErrInvalidArgument }
