@@ -66,7 +66,7 @@ func allGatherV(ctx context.Context, ep transport.Endpoint, tag transport.Tag, s
 // waits only for the same chunk's receive at step s-1.
 func ringAllGather(ctx context.Context, ep transport.Endpoint, tag transport.Tag, own, recv []byte, bl blocks, chunk int) error {
 	p, r := ep.Size(), ep.Rank()
-	pl := &pipeline{ep: ep, tag: tag, name: "ring"}
+	pl := &pipeline{ep: ep, tag: tag, name: "ring", window: ringWindow}
 	right, left := mod(r+1, p), mod(r-1, p)
 	firstRecv := 0
 	for s := range p - 1 {

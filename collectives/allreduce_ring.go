@@ -32,7 +32,7 @@ func ringAllReduce(ctx context.Context, ep transport.Endpoint, tag transport.Tag
 	right, left := mod(r+1, p), mod(r-1, p)
 	landing := make([]byte, min(chunk, bl.size[0])) // block 0 is the largest
 
-	pl := &pipeline{ep: ep, tag: tag, name: "ring", dt: dt, op: op, divisor: p}
+	pl := &pipeline{ep: ep, tag: tag, name: "ring", dt: dt, op: op, divisor: p, window: ringWindow}
 	steps := 2 * (p - 1)
 	firstRecv := make([]int, steps)   // index of the first receive of step g
 	sendsBefore := make([]int, steps) // sends issued before step g

@@ -38,6 +38,19 @@ type pipeline struct {
 
 	sends []sendItem
 	recvs []recvItem
+
+	// window, when positive, also holds send i back until receive
+	// i-window has completed (see sendAfter). Ring schedules set it: there
+	// a rank's receive i is its left neighbour's send i, so the window
+	// bounds how far a sender runs ahead of its neighbours (at step 0 it
+	// could otherwise push its whole block at once, all of it buffered by
+	// the transport as unexpected messages), and receives tend to be
+	// posted before their data arrives, which then lands in place. It
+	// cannot deadlock: a rank stuck on its window has received less than
+	// its left neighbour will send, so that neighbour is stuck too, and
+	// around the ring each would be more than window sends ahead of its
+	// left neighbour, which is impossible.
+	window int
 }
 
 type sendItem struct {
@@ -56,12 +69,30 @@ type recvItem struct {
 	divide     bool
 }
 
+// ringWindow is the send window of ring all_reduce and all_gather, in
+// chunks. (Not of reduce_scatter: there the receiver stalls once its slots
+// are full until the sends of step 0 are all out, so a window could
+// deadlock.)
+const ringWindow = 4
+
 // pipelineMinBytes is the schedule size (bytes received) from which the two
 // queues run in their own goroutines.
 const pipelineMinBytes = 64 << 10
 
 func (pl *pipeline) addSend(peer, step int, buf []byte, after int) {
 	pl.sends = append(pl.sends, sendItem{peer: peer, step: step, buf: buf, after: after})
+}
+
+// sendAfter is the number of receives that must have completed before
+// send i: its own dependency, and the window. The window never asks for
+// more receives than there are: with uneven blocks a rank may send more
+// messages than it receives, and its last sends must not wait forever.
+func (pl *pipeline) sendAfter(i int) int {
+	after := pl.sends[i].after
+	if pl.window > 0 {
+		after = max(after, min(i-pl.window, len(pl.recvs)))
+	}
+	return after
 }
 
 func (pl *pipeline) addRecv(it recvItem) {
@@ -104,7 +135,7 @@ var errStuck = errors.New("internal error: pipeline schedule cannot make progres
 func (pl *pipeline) runSequential(ctx context.Context) error {
 	si, ri := 0, 0
 	for si < len(pl.sends) || ri < len(pl.recvs) {
-		for si < len(pl.sends) && pl.sends[si].after <= ri {
+		for si < len(pl.sends) && pl.sendAfter(si) <= ri {
 			if err := pl.send(ctx, &pl.sends[si]); err != nil {
 				return err
 			}
@@ -134,7 +165,7 @@ func (pl *pipeline) runConcurrent(ctx context.Context) error {
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
 		for i := range pl.sends {
-			if err := received.wait(gctx, pl.sends[i].after); err != nil {
+			if err := received.wait(gctx, pl.sendAfter(i)); err != nil {
 				return err
 			}
 			if err := pl.send(gctx, &pl.sends[i]); err != nil {
