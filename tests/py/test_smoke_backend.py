@@ -148,6 +148,16 @@ def _p2p_and_async(ctx) -> None:
     assert work.is_completed()
     assert fut.wait() == float(ws * (1 << 16))
 
+    ctx.progress("collective inside a Future callback (as PowerSGD does)")
+
+    def nested(f):
+        inner = torch.ones(8)
+        dist.all_reduce(inner, async_op=True).get_future().wait()  # blocks a completion thread
+        return f.value()[0].sum().item() + inner.sum().item()
+
+    futs = [dist.all_reduce(torch.ones(4), async_op=True).get_future().then(nested) for _ in range(3)]
+    assert [f.wait() for f in futs] == [4.0 * ws + 8.0 * ws] * 3
+
     ctx.progress("bad input")
     with pytest.raises(ValueError, match="BXOR needs an integer"):
         dist.all_reduce(torch.ones(2), op=dist.ReduceOp.BXOR)

@@ -48,11 +48,14 @@ HcclGoBackend::HcclGoBackend(const Setup& setup)
     : c10d::Backend(setup.rank, setup.size),
       options_(setup.options),
       pid_(getpid()),
-      timeoutMs_(setup.timeout.count()),
-      queue_(std::make_shared<CompletionQueue>()) {
+      timeoutMs_(setup.timeout.count()) {
   comm_ = initComm(setup);
-  auto queue = queue_;
-  completionThread_ = std::make_unique<std::thread>([queue] { queue->run(); });
+  try {
+    queue_ = CompletionQueue::create();
+  } catch (...) {
+    hcclGoCommDestroy(comm_);
+    throw;
+  }
   init();
 }
 
@@ -158,9 +161,9 @@ void HcclGoBackend::shutdown() {
 
 void HcclGoBackend::teardown(bool abortFirst) {
   if (getpid() != pid_) {
-    // A forked child: the communicator and the completion thread belong to
-    // the parent. Touch neither (no Go call, no join); leak them.
-    (void)completionThread_.release();
+    // A forked child: the communicator and the completion threads belong
+    // to the parent. Touch neither (no Go call; the queue's mutexes may have
+    // been copied locked): leak them.
     new std::shared_ptr<CompletionQueue>(std::move(queue_));
     return;
   }
@@ -180,8 +183,8 @@ void HcclGoBackend::teardown(bool abortFirst) {
   }
 
   MaybeReleaseGil nogil;
-  // On the completion thread (a Future callback dropped the last reference)
-  // completions cannot be waited for: they are handled after we return.
+  // On a completion thread (a Future callback dropped the last reference)
+  // waiting for completions could deadlock: they finish after we return.
   const bool onCompletionThread = queue_->onCompletionThread();
   if (abortFirst) {
     hcclGoResult_t r = hcclGoCommAbort(comm_);
@@ -204,15 +207,11 @@ void HcclGoBackend::teardown(bool abortFirst) {
     queue_->waitIdle(kDrainGrace);
   }
   queue_->requestStop();
-  if (onCompletionThread) {
-    completionThread_->detach();
-  } else if (queue_->waitExited(kDrainGrace)) {
-    completionThread_->join();
-  } else {
+  if (!onCompletionThread && !queue_->waitExited(kDrainGrace)) {
     // A Future callback is stuck (e.g. waiting for the GIL while Python
-    // finalizes): do not hang the caller.
-    TORCH_WARN("hccl_go: the completion thread did not exit within ", kDrainGrace.count(), " ms; leaving it");
-    completionThread_->detach();
+    // finalizes): do not hang the caller; the detached thread holds what it
+    // needs.
+    TORCH_WARN("hccl_go: a completion thread did not exit within ", kDrainGrace.count(), " ms; leaving it");
   }
 }
 

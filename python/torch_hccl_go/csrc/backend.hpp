@@ -11,7 +11,6 @@
 #include <memory>
 #include <mutex>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include <torch/csrc/distributed/c10d/Backend.hpp>
@@ -152,7 +151,6 @@ class HcclGoBackend : public c10d::Backend {
   std::atomic<int64_t> timeoutMs_;
 
   std::shared_ptr<CompletionQueue> queue_;
-  std::unique_ptr<std::thread> completionThread_;
 
   std::atomic<uint64_t> seqCollective_{0};
   std::atomic<uint64_t> seqP2P_{0};

@@ -2,11 +2,50 @@
 
 #include <pthread.h>
 
+#include <thread>
+
 #include <c10/core/GradMode.h>
+#include <c10/util/Exception.h>
 
 #include "errors.hpp"
 
 namespace hccl_go {
+
+namespace {
+
+// More threads only exist while callbacks block; past this many, events wait.
+constexpr int kMaxCompletionThreads = 64;
+// A thread beyond the first exits after this long without an event.
+constexpr std::chrono::seconds kIdleExit{10};
+
+// The queue whose completion thread this is (null elsewhere).
+thread_local const CompletionQueue* tlsQueue = nullptr;
+
+}  // namespace
+
+std::shared_ptr<CompletionQueue> CompletionQueue::create() {
+  std::shared_ptr<CompletionQueue> queue(new CompletionQueue());
+  {
+    std::lock_guard<std::mutex> lock(queue->mu_);
+    queue->threads_ = 1;
+  }
+  queue->spawn();
+  return queue;
+}
+
+void CompletionQueue::spawn() {
+  auto self = shared_from_this();
+  try {
+    std::thread([self] { self->serve(); }).detach();
+  } catch (...) {
+    std::lock_guard<std::mutex> lock(mu_);
+    --threads_;
+    if (threads_ == 0) {
+      throw;  // not even one thread: the backend cannot work
+    }
+    // Otherwise the running threads take the events, later.
+  }
+}
 
 void CompletionQueue::watch(const c10::intrusive_ptr<HcclGoWork>& work, hcclGoWork_t handle) {
   work->addPart();
@@ -38,11 +77,61 @@ void CompletionQueue::postFinish(const c10::intrusive_ptr<HcclGoWork>& work) {
 }
 
 void CompletionQueue::push(Event ev) {
+  bool grow = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
     events_.push_back(std::move(ev));
+    // Every queued event needs a waiting thread: a running one may be
+    // blocked in a Future callback for good.
+    if (static_cast<int>(events_.size()) > waiting_ && threads_ < kMaxCompletionThreads && !stop_) {
+      ++threads_;
+      grow = true;
+    }
   }
-  cv_.notify_all();
+  eventCv_.notify_one();
+  if (grow) {
+    try {
+      spawn();
+    } catch (...) {
+      // Called from a Go thread: nothing may escape. The running threads
+      // take the event.
+    }
+  }
+}
+
+void CompletionQueue::serve() {
+  tlsQueue = this;
+  pthread_setname_np(pthread_self(), "hccl_go_done");
+  // Copying results into tensors that require grad is not an autograd op.
+  c10::AutoGradMode noGrad(false);
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    if (!events_.empty()) {
+      Event ev = std::move(events_.front());
+      events_.pop_front();
+      lock.unlock();
+      try {
+        handle(ev);
+      } catch (const std::exception& e) {
+        TORCH_WARN("hccl_go: completing ", ev.work->name(), ": ", e.what());
+      }
+      ev = Event{};  // drop the Work (and maybe its tensors) outside the lock
+      lock.lock();
+      continue;
+    }
+    if (stop_) {
+      break;
+    }
+    ++waiting_;
+    const bool woken = eventCv_.wait_for(lock, kIdleExit, [&] { return !events_.empty() || stop_; });
+    --waiting_;
+    if (!woken && threads_ > 1) {
+      break;  // an extra thread, idle: the first one stays
+    }
+  }
+  --threads_;
+  lock.unlock();
+  stateCv_.notify_all();
 }
 
 void CompletionQueue::track(const c10::intrusive_ptr<HcclGoWork>& work) {
@@ -61,12 +150,12 @@ void CompletionQueue::untrack(HcclGoWork* work) {
     last = std::move(it->second);
     inFlight_.erase(it);
   }
-  cv_.notify_all();
+  stateCv_.notify_all();
 }
 
 bool CompletionQueue::waitIdle(std::chrono::milliseconds timeout) {
   std::unique_lock<std::mutex> lock(mu_);
-  return cv_.wait_for(lock, timeout, [&] { return inFlight_.empty(); });
+  return stateCv_.wait_for(lock, timeout, [&] { return inFlight_.empty(); });
 }
 
 std::vector<c10::intrusive_ptr<HcclGoWork>> CompletionQueue::inFlight() {
@@ -77,34 +166,6 @@ std::vector<c10::intrusive_ptr<HcclGoWork>> CompletionQueue::inFlight() {
     works.push_back(kv.second);
   }
   return works;
-}
-
-void CompletionQueue::run() {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    threadId_ = std::this_thread::get_id();
-  }
-  pthread_setname_np(pthread_self(), "hccl_go_done");
-  // Copying results into tensors that require grad is not an autograd op.
-  c10::AutoGradMode noGrad(false);
-  for (;;) {
-    Event ev;
-    {
-      std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [&] { return !events_.empty() || stop_; });
-      if (events_.empty()) {
-        break;
-      }
-      ev = std::move(events_.front());
-      events_.pop_front();
-    }
-    handle(ev);
-  }
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    exited_ = true;
-  }
-  cv_.notify_all();
 }
 
 void CompletionQueue::handle(Event& ev) {
@@ -123,17 +184,16 @@ void CompletionQueue::requestStop() {
     std::lock_guard<std::mutex> lock(mu_);
     stop_ = true;
   }
-  cv_.notify_all();
+  eventCv_.notify_all();
 }
 
 bool CompletionQueue::waitExited(std::chrono::milliseconds timeout) {
   std::unique_lock<std::mutex> lock(mu_);
-  return cv_.wait_for(lock, timeout, [&] { return exited_; });
+  return stateCv_.wait_for(lock, timeout, [&] { return threads_ == 0; });
 }
 
-bool CompletionQueue::onCompletionThread() {
-  std::lock_guard<std::mutex> lock(mu_);
-  return threadId_ == std::this_thread::get_id();
+bool CompletionQueue::onCompletionThread() const {
+  return tlsQueue == this;
 }
 
 }  // namespace hccl_go

@@ -2,8 +2,14 @@
 //
 // The library calls its completion callback on a Go thread, where nothing
 // slow may run: no tensor copies, no torch Future callbacks (which may be
-// DDP comm hooks or Python). The callback only queues the event; one thread
-// per backend (run()) then finishes the Works in order.
+// DDP comm hooks or Python). The callback only queues the event; completion
+// threads then finish the Works.
+//
+// Future callbacks may block on later completions: PowerSGD's hook issues
+// an all_reduce inside a then() callback and waits for its Future. So the
+// threads form an elastic pool: an event that finds no waiting thread gets
+// a new one, and a blocked callback never holds up another completion.
+// Normally one thread serves everything; extra threads exit when idle.
 #pragma once
 
 #include <chrono>
@@ -12,7 +18,6 @@
 #include <memory>
 #include <mutex>
 #include <string>
-#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -23,10 +28,13 @@ namespace hccl_go {
 
 class CompletionQueue : public std::enable_shared_from_this<CompletionQueue> {
  public:
+  // Starts the first completion thread.
+  static std::shared_ptr<CompletionQueue> create();
+
   // Makes the library work `handle` one part of `work`: when it completes,
-  // the completion thread frees the handle and reports the part done.
+  // a completion thread frees the handle and reports the part done.
   void watch(const c10::intrusive_ptr<HcclGoWork>& work, hcclGoWork_t handle);
-  // Runs work->finish() on the completion thread.
+  // Runs work->finish() on a completion thread.
   void postFinish(const c10::intrusive_ptr<HcclGoWork>& work);
 
   // Works not yet finished, for shutdown. A Work is tracked from creation
@@ -37,15 +45,13 @@ class CompletionQueue : public std::enable_shared_from_this<CompletionQueue> {
   bool waitIdle(std::chrono::milliseconds timeout);
   std::vector<c10::intrusive_ptr<HcclGoWork>> inFlight();
 
-  // The completion thread's body: handles events until requestStop() was
-  // called and none is left.
-  void run();
+  // Threads exit once no event is left.
   void requestStop();
-  // Waits for run() to return; false on timeout.
+  // Waits for every completion thread to exit; false on timeout.
   bool waitExited(std::chrono::milliseconds timeout);
-  // True on the completion thread (where waiting for completions would
-  // deadlock).
-  bool onCompletionThread();
+  // True on one of this queue's completion threads (where waiting for
+  // completions could deadlock).
+  bool onCompletionThread() const;
 
  private:
   struct Event {
@@ -59,18 +65,23 @@ class CompletionQueue : public std::enable_shared_from_this<CompletionQueue> {
     c10::intrusive_ptr<HcclGoWork> work;
   };
 
+  CompletionQueue() = default;
   static void onLibraryCompletion(void* userData, hcclGoWork_t handle, hcclGoResult_t status,
                                   const char* msg) noexcept;
   void push(Event ev);
-  void handle(Event& ev);
+  // Starts a detached thread running serve(); call with threads_ counted.
+  void spawn();
+  void serve();
+  static void handle(Event& ev);
 
   std::mutex mu_;
-  std::condition_variable cv_;  // events_ or stop_ changed; exited_ or inFlight_ changed
+  std::condition_variable eventCv_;  // events_ or stop_ changed
+  std::condition_variable stateCv_;  // inFlight_ or threads_ changed
   std::deque<Event> events_;
   std::unordered_map<HcclGoWork*, c10::intrusive_ptr<HcclGoWork>> inFlight_;
+  int threads_ = 0;  // running completion threads
+  int waiting_ = 0;  // of which waiting for an event
   bool stop_ = false;
-  bool exited_ = false;
-  std::thread::id threadId_;
 };
 
 }  // namespace hccl_go
