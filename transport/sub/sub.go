@@ -1,0 +1,163 @@
+// Package sub gives a view of some ranks of a transport.Endpoint as an
+// endpoint of its own: the chosen ranks renumbered 0..k-1 in the order
+// given, with messages in a tag space of their own.
+//
+// Algorithms that work in phases over parts of a communicator use views:
+// a hierarchical all_reduce runs a reduce-scatter inside each host (a view
+// of the host's ranks), an all_reduce across hosts (a view of the ranks
+// holding the same shard) and an all-gather inside each host; a ring that
+// should follow the fastest links rather than rank order runs over a view
+// that lists every rank in ring order. Collectives written for "ranks 0..p-1
+// in a ring" then need no change.
+//
+// Tag spaces: a view with space s sends tag t as t + s<<SpaceShift on its
+// parent, so phases of one operation (which share the operation's tag) and
+// views of different phases never take each other's messages. Tags of a
+// view with a non-zero space must be at most MaxTag, apart from
+// transport.P2PTagBit, which is kept. Space 0 leaves tags unchanged: a view
+// that only renumbers ranks. Spaces in use:
+//
+//	0         permuted views (pgbackend: rings along the topology)
+//	1..15     collectives' hierarchical phases (collectives/hier*.go)
+//	256..271  pgbackend's topology discovery at communicator init
+package sub
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+
+	"github.com/hccl-go/hccl-go/transport"
+)
+
+// SpaceShift is the bit position of a view's tag space in the parent's tags.
+const SpaceShift = 48
+
+// MaxSpace is the largest tag space (bit 63 stays clear: it marks
+// point-to-point tags, transport.P2PTagBit).
+const MaxSpace = 1<<(63-SpaceShift) - 1
+
+// MaxTag is the largest tag a view with a non-zero space accepts (not
+// counting transport.P2PTagBit).
+const MaxTag transport.Tag = 1<<SpaceShift - 1
+
+// ErrTagRange is returned for a tag above MaxTag on a view with a space.
+var ErrTagRange = errors.New("sub: tag out of the view's range")
+
+// Endpoint is a view of some of a parent endpoint's ranks. It does not own
+// the parent: Close ends the view only (later calls fail with
+// transport.ErrClosed; calls already waiting in the parent are not
+// interrupted: close or abort the parent for that).
+type Endpoint struct {
+	parent transport.Endpoint
+	ranks  []int // view rank -> parent rank
+	rank   int   // this rank in the view
+	base   transport.Tag
+	closed atomic.Bool
+}
+
+var _ transport.Endpoint = (*Endpoint)(nil)
+
+// New returns the view of parent's ranks ranks[0], ranks[1], ... as ranks
+// 0, 1, ... with tag space space. ranks must be distinct, in range, and
+// include the parent's own rank. A view of a view is flattened onto the
+// grandparent; at most one of the two may have a non-zero space.
+func New(parent transport.Endpoint, ranks []int, space int) (*Endpoint, error) {
+	if parent == nil {
+		return nil, fmt.Errorf("sub: nil parent endpoint")
+	}
+	if space < 0 || space > MaxSpace {
+		return nil, fmt.Errorf("sub: tag space %d out of range [0, %d]", space, MaxSpace)
+	}
+	n := parent.Size()
+	self := -1
+	seen := make(map[int]bool, len(ranks))
+	for i, r := range ranks {
+		if r < 0 || r >= n {
+			return nil, fmt.Errorf("sub: rank %d out of range [0, %d)", r, n)
+		}
+		if seen[r] {
+			return nil, fmt.Errorf("sub: rank %d listed twice", r)
+		}
+		seen[r] = true
+		if r == parent.Rank() {
+			self = i
+		}
+	}
+	if self < 0 {
+		return nil, fmt.Errorf("sub: ranks %v do not include this rank %d", ranks, parent.Rank())
+	}
+	e := &Endpoint{parent: parent, ranks: append([]int(nil), ranks...), rank: self, base: transport.Tag(space) << SpaceShift}
+	if p, ok := parent.(*Endpoint); ok {
+		if p.base != 0 && e.base != 0 {
+			return nil, fmt.Errorf("sub: a view with tag space %d of a view with tag space %d", space, p.base>>SpaceShift)
+		}
+		for i, r := range e.ranks {
+			e.ranks[i] = p.ranks[r]
+		}
+		e.parent, e.base = p.parent, e.base|p.base
+	}
+	return e, nil
+}
+
+// Rank is this rank in the view.
+func (e *Endpoint) Rank() int { return e.rank }
+
+// Size is the number of ranks in the view.
+func (e *Endpoint) Size() int { return len(e.ranks) }
+
+// ParentRank is the parent's number of view rank i (of the endpoint the
+// view was flattened onto, for a view of a view).
+func (e *Endpoint) ParentRank(i int) int { return e.ranks[i] }
+
+// Send sends to view rank peer under the view's tag.
+func (e *Endpoint) Send(ctx context.Context, peer int, tag transport.Tag, data []byte) error {
+	p, t, err := e.route("send", peer, tag)
+	if err != nil {
+		return err
+	}
+	return e.renumber(peer, "send", e.parent.Send(ctx, p, t, data))
+}
+
+// Recv receives from view rank peer under the view's tag.
+func (e *Endpoint) Recv(ctx context.Context, peer int, tag transport.Tag, buf []byte) error {
+	p, t, err := e.route("recv", peer, tag)
+	if err != nil {
+		return err
+	}
+	return e.renumber(peer, "recv", e.parent.Recv(ctx, p, t, buf))
+}
+
+// Close ends the view (not its parent). It is idempotent.
+func (e *Endpoint) Close() error {
+	e.closed.Store(true)
+	return nil
+}
+
+// route maps a view peer and tag to the parent's.
+func (e *Endpoint) route(op string, peer int, tag transport.Tag) (int, transport.Tag, error) {
+	if e.closed.Load() {
+		return 0, 0, transport.ErrClosed
+	}
+	if peer < 0 || peer >= len(e.ranks) {
+		return 0, 0, &transport.PeerError{Peer: peer, Op: op, Err: fmt.Errorf("sub: peer out of range [0, %d)", len(e.ranks))}
+	}
+	if e.base != 0 && tag&^transport.P2PTagBit > MaxTag {
+		return 0, 0, fmt.Errorf("%w: tag %#x > %#x", ErrTagRange, uint64(tag), uint64(MaxTag))
+	}
+	return e.ranks[peer], tag | e.base, nil
+}
+
+// renumber names the view's peer in a failure of the parent's link, so
+// callers' errors.As(err, *transport.PeerError) sees view ranks.
+func (e *Endpoint) renumber(peer int, op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var pe *transport.PeerError
+	if errors.As(err, &pe) && pe.Peer == e.ranks[peer] {
+		return &transport.PeerError{Peer: peer, Op: op, Err: fmt.Errorf("parent rank %d: %w", e.ranks[peer], err)}
+	}
+	return err
+}
