@@ -42,7 +42,7 @@ func broadcast(ctx context.Context, ep transport.Endpoint, tag transport.Tag, se
 	}
 	algo := o.Algo
 	if algo == Auto {
-		algo = chooseBroadcast(p, len(recv))
+		algo = chooseBroadcast(p, len(recv), o.chunkBytes(1))
 	}
 	if algo == Tree {
 		return treeBroadcast(ctx, ep, tag, recv, root)

@@ -15,14 +15,6 @@ const (
 	gammaPicoPerByte = 1000  // per byte reduced
 )
 
-// Broadcast and reduce switch from the binomial tree (log p messages of n
-// bytes on root's critical path) to the pipelined chain (n bytes per link,
-// p-2 + n/chunk chunk steps) at this size.
-const (
-	treeBroadcastMaxBytes = 64 << 10
-	treeReduceMaxBytes    = 64 << 10
-)
-
 // ChooseAllReduce is the algorithm AllReduce uses under Auto for a world of
 // size ranks and a buffer of nbytes bytes: the cheapest of recursive
 // doubling, halving-doubling and ring under the cost model. In practice:
@@ -93,16 +85,48 @@ func log2(q int) int {
 	return k
 }
 
-func chooseBroadcast(size, nbytes int) Algorithm {
-	if nbytes <= treeBroadcastMaxBytes {
-		return Tree
+// chooseBroadcast compares the binomial tree, whose critical path is
+// root's ceil(log2 p) sends of n bytes, with the pipelined chain: p-2
+// steps of one chunk to fill the pipe, then n bytes in n/chunk messages
+// (counted fractionally, so the choice flips once as n grows). The chain
+// wins once the buffer spans a few chunks: from ~1.3 MiB at 4 ranks and
+// ~1.8 MiB at 8 with 512 KiB chunks; never at 2 ranks.
+func chooseBroadcast(size, nbytes, chunk int) Algorithm {
+	n := int64(nbytes)
+	tree := int64(ceilLog2(size)) * msg(1, n)
+	if chainCost(size, nbytes, chunk, 0) < tree {
+		return Chain
 	}
-	return Chain
+	return Tree
 }
 
-func chooseReduce(size, nbytes int) Algorithm {
-	if nbytes <= treeReduceMaxBytes {
-		return Tree
+// chooseReduce is chooseBroadcast with reductions: the tree reduces each
+// message whole after it arrived; in the chain each rank of the pipe's
+// fill reduces a chunk before forwarding it, then the reduction of a chunk
+// overlaps the transfer of the next, so only the last chunk's shows.
+func chooseReduce(size, nbytes, chunk int) Algorithm {
+	n, c := int64(nbytes), int64(min(nbytes, chunk))
+	tree := int64(ceilLog2(size)) * (msg(1, n) + red(n))
+	if chainCost(size, nbytes, chunk, red(c))+red(c) < tree {
+		return Chain
 	}
-	return Chain
+	return Tree
+}
+
+// chainCost is the time of a pipelined chain over size ranks: size-2
+// steps of one chunk (each with perStep extra work) to fill the pipe, then
+// the n bytes in n/chunk messages.
+func chainCost(size, nbytes, chunk int, perStep int64) int64 {
+	n, c := int64(nbytes), int64(min(nbytes, chunk))
+	fill := int64(size-2) * (msg(1, c) + perStep)
+	msgs := max(alphaNs*1000, alphaNs*1000*n/int64(chunk)) // n/chunk messages, at least one
+	return fill + msgs + n*betaPicoPerByte
+}
+
+func ceilLog2(p int) int {
+	k := log2(p)
+	if 1<<k < p {
+		k++
+	}
+	return k
 }

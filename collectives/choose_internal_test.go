@@ -26,3 +26,28 @@ func TestAllReduceCrossovers(t *testing.T) {
 		t.Log(line)
 	}
 }
+
+// TestRootedCrossovers: tree for small buffers, chain for large ones (from
+// a few chunks), never the other way round; logged for ALGORITHMS.md.
+func TestRootedCrossovers(t *testing.T) {
+	for _, p := range []int{2, 3, 4, 8, 64} {
+		for _, f := range []struct {
+			name   string
+			choose func(size, nbytes, chunk int) Algorithm
+		}{{"broadcast", chooseBroadcast}, {"reduce", chooseReduce}} {
+			line, prev := fmt.Sprintf("%s p=%d:", f.name, p), Algorithm("")
+			for n := 0; n <= 1<<30; n += max(n/64, 256) {
+				a := f.choose(p, n, DefaultChunkBytes)
+				if a == prev {
+					continue
+				}
+				if prev == Chain {
+					t.Errorf("%s p=%d: %s after chain at %d bytes", f.name, p, a, n)
+				}
+				line += fmt.Sprintf(" %s from %d B;", a, n)
+				prev = a
+			}
+			t.Log(line)
+		}
+	}
+}

@@ -30,7 +30,7 @@ const (
 // DefaultChunkBytes is the pipelining unit of ring and chain algorithms
 // when Options.ChunkBytes is 0. Measured with cmd/allreduce-bench: see
 // ALGORITHMS.md, "Chunk size".
-const DefaultChunkBytes = 256 << 10
+const DefaultChunkBytes = 512 << 10
 
 // Options tune one collective call. The zero value is valid.
 type Options struct {

@@ -60,7 +60,7 @@ func reduceToRoot(ctx context.Context, ep transport.Endpoint, tag transport.Tag,
 	}
 	algo := o.Algo
 	if algo == Auto {
-		algo = chooseReduce(p, len(send))
+		algo = chooseReduce(p, len(send), o.chunkBytes(dt.Size()))
 	}
 	var err error
 	if algo == Tree {
