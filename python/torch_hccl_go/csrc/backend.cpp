@@ -18,6 +18,9 @@ namespace {
 // After the communicator is destroyed, how long callbacks of its last ops
 // may take to arrive, and how long the completion thread may take to exit.
 constexpr std::chrono::milliseconds kDrainGrace{10000};
+// How long a destructor (no explicit shutdown) lets pending ops finish
+// before it aborts them.
+constexpr std::chrono::milliseconds kDestructorGrace{2000};
 
 hcclGoComm_t initComm(const HcclGoBackend::Setup& s) {
   if (static_cast<int>(s.peerAddrs.size()) != s.size || static_cast<int>(s.hostIds.size()) != s.size) {
@@ -61,7 +64,23 @@ HcclGoBackend::HcclGoBackend(const Setup& setup)
 
 HcclGoBackend::~HcclGoBackend() {
   try {
-    teardown(/*abortFirst=*/false);
+    // Dropped without destroy_process_group() (e.g. at interpreter exit):
+    // do not let a stuck op hold the process for the whole timeout.
+    bool abortFirst = false;
+    bool open = false;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      open = !closed_;
+    }
+    if (open && getpid() == pid_) {
+      MaybeReleaseGil nogil;
+      abortFirst = queue_->onCompletionThread() || !queue_->waitIdle(kDestructorGrace);
+      if (abortFirst) {
+        TORCH_WARN("hccl_go: a process group was destroyed with ops still pending; aborting them "
+                   "(call torch.distributed.destroy_process_group() to wait for them instead)");
+      }
+    }
+    teardown(abortFirst);
   } catch (const std::exception& e) {
     // A destructor must not throw; the communicator is gone either way.
     TORCH_WARN("hccl_go: shutting the backend down in its destructor: ", e.what());
