@@ -13,6 +13,7 @@ import (
 
 	"go.uber.org/atomic"
 
+	"github.com/hccl-go/hccl-go/collectives"
 	"github.com/hccl-go/hccl-go/streams"
 	"github.com/hccl-go/hccl-go/transport"
 	"github.com/hccl-go/hccl-go/transport/arena"
@@ -34,9 +35,10 @@ type Communicator struct {
 	ep         transport.Endpoint
 	transports []string // per peer: "self", "shm", "tcp", "inproc"
 
-	// ctx is cancelled by Abort: every running op sees it at once.
+	// ctx is cancelled by Abort, or when the communicator fails (its
+	// cause says why, see failure.go): every running op sees it at once.
 	ctx    context.Context
-	cancel context.CancelFunc
+	cancel context.CancelCauseFunc
 
 	seq     atomic.Uint64 // collective sequence number, identical across ranks
 	streams [numStreams]*streams.Stream
@@ -47,15 +49,17 @@ type Communicator struct {
 
 	mu        sync.Mutex
 	destroyed bool
+
+	reliability // flight recorder, peer monitor, failure (failure.go)
 }
 
 // New builds a communicator over an established endpoint. transports names
 // the link kind per peer for Info (nil: "unknown").
 func New(ep transport.Endpoint, cfg Config, transports []string) *Communicator {
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancelCause(context.Background())
 	c := &Communicator{
 		rank: ep.Rank(), size: ep.Size(), cfg: cfg, ep: ep, transports: transports,
-		ctx: ctx, cancel: cancel,
+		ctx: ctx, cancel: cancel, reliability: newReliability(cfg),
 	}
 	c.streams[StreamDefault] = streams.New(fmt.Sprintf("rank%d/default", c.rank), 0)
 	c.streams[StreamHighPriority] = streams.New(fmt.Sprintf("rank%d/high", c.rank), 0)
@@ -75,7 +79,7 @@ func (c *Communicator) Config() Config { return c.cfg }
 // Abort fails every pending and later op at once and closes the links. The
 // communicator must still be destroyed.
 func (c *Communicator) Abort() {
-	c.cancel()
+	c.cancel(ErrAborted)
 	_ = c.ep.Close()
 	for _, a := range c.arenas {
 		if a != nil {
@@ -106,13 +110,22 @@ func (c *Communicator) Destroy() error {
 	}()
 	select {
 	case <-drained:
+		if c.mon != nil {
+			c.mon.sayBye() // an orderly exit: peers stop watching this rank
+		}
 	case <-time.After(c.cfg.Timeout):
-		c.cancel() // fail what is still running, then wait for it to notice
+		c.cancel(ErrAborted) // fail what is still running, then wait for it to notice
 		_ = c.ep.Close()
 		<-drained
 	}
-	c.cancel()
+	c.cancel(ErrAborted)
+	if c.mon != nil {
+		c.mon.stop()
+	}
 	err := c.ep.Close()
+	if c.mon != nil {
+		c.mon.wait()
+	}
 	for _, a := range c.arenas {
 		if a != nil {
 			err = errors.Join(err, a.Close())
@@ -134,38 +147,31 @@ func (c *Communicator) live() error {
 	return nil
 }
 
-// run executes an op body with the op's deadline and classifies its error.
-func (c *Communicator) run(desc string, body func(ctx context.Context) error) error {
-	ctx, cancel := context.WithTimeout(c.ctx, c.cfg.Timeout)
-	defer cancel()
-	start := time.Now()
-	err := body(ctx)
-	switch {
-	case err == nil:
-		return nil
-	case c.ctx.Err() != nil:
-		return fmt.Errorf("%s: %w: %v", desc, ErrAborted, err)
-	case ctx.Err() == context.DeadlineExceeded:
-		return fmt.Errorf("%s: %w after %v (timeout %v): %w", desc, ErrTimeout, time.Since(start).Round(time.Millisecond), c.cfg.Timeout, err)
-	default:
-		return fmt.Errorf("%s: %w", desc, err)
-	}
-}
-
-// submitCollective gives the op the next sequence number (its message tag)
-// and queues it on the stream.
-func (c *Communicator) submitCollective(stream int, kind string, nbytes int, body func(ctx context.Context, tag transport.Tag) error) (*streams.Work, error) {
+// submitCollective gives the op the next sequence number (its message tag),
+// records it in the flight recorder and queues it on the stream; with
+// HCCL_GO_CHECK the ranks compare fingerprints of it first (check.go).
+func (c *Communicator) submitCollective(stream int, op opDesc, body func(ctx context.Context, tag transport.Tag) error) (*streams.Work, error) {
 	if err := c.live(); err != nil {
 		return nil, err
 	}
 	if stream < 0 || stream >= numStreams {
 		return nil, fmt.Errorf("%w: stream %d out of range [0, %d)", ErrInvalidArgument, stream, numStreams)
 	}
-	seq := c.seq.Inc()
-	desc := fmt.Sprintf("%s seq %d (%d bytes) on rank %d of %d", kind, seq, nbytes, c.rank, c.size)
-	tag := transport.Tag(seq)
-	return c.streams[stream].Submit(desc, func() error {
-		return c.run(desc, func(ctx context.Context) error { return body(ctx, tag) })
+	op.Seq, op.Stream, op.Route = c.seq.Inc(), stream, "messages"
+	if c.arenaFor(stream, collectives.Options{Algo: op.Algo}) != nil {
+		op.Route = "arena"
+	}
+	tag := transport.Tag(op.Seq)
+	id := c.flight.add(op)
+	return c.streams[stream].Submit(op.name(c.rank, c.size), func() error {
+		return c.runOp(id, op, func(ctx context.Context) error {
+			if c.cfg.Check {
+				if err := c.checkCollective(ctx, op); err != nil {
+					return err
+				}
+			}
+			return body(ctx, tag)
+		})
 	}), nil
 }
 

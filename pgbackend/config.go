@@ -36,6 +36,13 @@ type Config struct {
 	ShmCollectives bool
 	// Debug is the log level: "WARN" (default) or "INFO".
 	Debug string
+	// Check compares a fingerprint of every collective across ranks before
+	// running it (check.go).
+	Check bool
+	// TraceSize is the number of ops the flight recorder keeps (0: off).
+	TraceSize int
+	// TraceDir is where flight-recorder dumps go ("": $TMPDIR/hccl-go-trace).
+	TraceDir string
 }
 
 // Var documents one configuration variable.
@@ -64,6 +71,12 @@ var Vars = []Var{
 		func(c *Config, v string) error { return setBool(&c.ShmCollectives, v) }},
 	{"HCCL_GO_DEBUG", "WARN", "Log level: `WARN` or `INFO` (logs transports and algorithm choices once).",
 		func(c *Config, v string) error { return setEnum(&c.Debug, strings.ToUpper(v), "WARN", "INFO") }},
+	{"HCCL_GO_CHECK", "auto", "`1`: before each collective the ranks compare its fingerprint (op, sequence number, bytes, dtype, reduce op, root) and fail alike on a mismatch; `0`: no check; `auto`: on when TORCH_DISTRIBUTED_DEBUG=DETAIL.",
+		func(c *Config, v string) error { return setCheck(c, v) }},
+	{"HCCL_GO_TRACE_SIZE", "2000", "Ops kept per communicator by the flight recorder, dumped as JSON on the first failure and on request (0: off).",
+		func(c *Config, v string) error { return setInt(&c.TraceSize, v, 0, 1<<20) }},
+	{"HCCL_GO_TRACE_DIR", "", "Directory of flight-recorder dumps (default: $TMPDIR/hccl-go-trace).",
+		func(c *Config, v string) error { c.TraceDir = v; return nil }},
 }
 
 // DefaultConfig is the configuration with every variable at its default.

@@ -95,7 +95,9 @@ func Connect(ctx context.Context, l *tcp.Listener, rv Rendezvous, cfg Config) (*
 	}
 	kinds[rv.Rank] = "self"
 	if len(local) < 2 {
-		return New(tcpEP, cfg, kinds), nil
+		c := New(tcpEP, cfg, kinds)
+		c.watchPeers(tcpEP, jobID(rv))
+		return c, nil
 	}
 	shmEP, err := shm.Connect(ctx, rv.Rank, local, size, jobID(rv), shm.Config{})
 	if err != nil {
@@ -127,6 +129,8 @@ func Connect(ctx context.Context, l *tcp.Listener, rv Rendezvous, cfg Config) (*
 			}
 		}
 	}
+	// Dead peers are noticed on the TCP links, whatever carries the data.
+	c.watchPeers(tcpEP, jobID(rv))
 	return c, nil
 }
 

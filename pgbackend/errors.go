@@ -42,7 +42,7 @@ func Classify(err error) Class {
 		return ClassNone
 	case errors.Is(err, ErrInvalidArgument):
 		return ClassInvalidArgument
-	case errors.Is(err, ErrDestroyed):
+	case errors.Is(err, ErrDestroyed), errors.Is(err, ErrMismatch):
 		return ClassInvalidUsage
 	case errors.Is(err, ErrAborted):
 		return ClassAborted

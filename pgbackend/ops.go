@@ -23,7 +23,7 @@ func (c *Communicator) AllReduce(send, recv []byte, dt reduce.DType, op reduce.O
 		return nil, err
 	}
 	o := c.options("allreduce", preMul)
-	return c.submitCollective(stream, "allreduce", len(send), func(ctx context.Context, tag transport.Tag) error {
+	return c.submitCollective(stream, reduction("allreduce", len(send), dt, op, -1).algo(o), func(ctx context.Context, tag transport.Tag) error {
 		if a := c.arenaFor(stream, o); a != nil {
 			return intra.AllReduce(ctx, a, uint64(tag), send, recv, dt, op, preMul)
 		}
@@ -40,7 +40,7 @@ func (c *Communicator) Broadcast(send, recv []byte, root, stream int) (*streams.
 		return nil, c.invalid("broadcast", "send has %d bytes, recv %d", len(send), len(recv))
 	}
 	o := c.options("broadcast", 0)
-	return c.submitCollective(stream, "broadcast", len(recv), func(ctx context.Context, tag transport.Tag) error {
+	return c.submitCollective(stream, movement("broadcast", len(recv), root).algo(o), func(ctx context.Context, tag transport.Tag) error {
 		if a := c.arenaFor(stream, o); a != nil {
 			return intra.Broadcast(ctx, a, uint64(tag), send, recv, root)
 		}
@@ -63,7 +63,7 @@ func (c *Communicator) Reduce(send, recv []byte, dt reduce.DType, op reduce.Op, 
 		return nil, err
 	}
 	o := c.options("reduce", preMul)
-	return c.submitCollective(stream, "reduce", len(send), func(ctx context.Context, tag transport.Tag) error {
+	return c.submitCollective(stream, reduction("reduce", len(send), dt, op, root).algo(o), func(ctx context.Context, tag transport.Tag) error {
 		if a := c.arenaFor(stream, o); a != nil {
 			return intra.Reduce(ctx, a, uint64(tag), send, recv, dt, op, preMul, root)
 		}
@@ -77,7 +77,7 @@ func (c *Communicator) AllGather(send, recv []byte, stream int) (*streams.Work, 
 		return nil, c.invalid("allgather", "recv has %d bytes, want %d ranks x %d", len(recv), c.size, len(send))
 	}
 	o := c.options("allgather", 0)
-	return c.submitCollective(stream, "allgather", len(recv), func(ctx context.Context, tag transport.Tag) error {
+	return c.submitCollective(stream, movement("allgather", len(recv), -1).algo(o), func(ctx context.Context, tag transport.Tag) error {
 		if a := c.arenaFor(stream, o); a != nil {
 			return intra.AllGather(ctx, a, uint64(tag), send, recv)
 		}
@@ -96,7 +96,7 @@ func (c *Communicator) AllGatherV(send, recv []byte, counts []int, stream int) (
 	}
 	counts = append([]int(nil), counts...) // the caller's slice may be C memory freed after return
 	o := c.options("allgather", 0)
-	return c.submitCollective(stream, "allgatherv", total, func(ctx context.Context, tag transport.Tag) error {
+	return c.submitCollective(stream, movement("allgatherv", total, -1).withCounts(counts).algo(o), func(ctx context.Context, tag transport.Tag) error {
 		return collectives.AllGatherV(ctx, c.ep, tag, send, recv, counts, o)
 	})
 }
@@ -111,7 +111,7 @@ func (c *Communicator) ReduceScatter(send, recv []byte, dt reduce.DType, op redu
 		return nil, c.invalid("reducescatter", "send has %d bytes, want %d ranks x %d", len(send), c.size, len(recv))
 	}
 	o := c.options("reducescatter", preMul)
-	return c.submitCollective(stream, "reducescatter", len(send), func(ctx context.Context, tag transport.Tag) error {
+	return c.submitCollective(stream, reduction("reducescatter", len(send), dt, op, -1).algo(o), func(ctx context.Context, tag transport.Tag) error {
 		if a := c.arenaFor(stream, o); a != nil {
 			return intra.ReduceScatter(ctx, a, uint64(tag), send, recv, dt, op, preMul)
 		}
@@ -134,7 +134,7 @@ func (c *Communicator) ReduceScatterV(send, recv []byte, counts []int, dt reduce
 	}
 	counts = append([]int(nil), counts...)
 	o := c.options("reducescatter", preMul)
-	return c.submitCollective(stream, "reducescatterv", len(send), func(ctx context.Context, tag transport.Tag) error {
+	return c.submitCollective(stream, reduction("reducescatterv", len(send), dt, op, -1).withCounts(counts).algo(o), func(ctx context.Context, tag transport.Tag) error {
 		return collectives.ReduceScatterV(ctx, c.ep, tag, send, recv, counts, dt, op, o)
 	})
 }
@@ -151,7 +151,7 @@ func (c *Communicator) AllToAllV(send []byte, sendCounts, sendDispls []int, recv
 	clone := func(s []int) []int { return append([]int(nil), s...) }
 	sc, sd, rc, rd := clone(sendCounts), clone(sendDispls), clone(recvCounts), clone(recvDispls)
 	o := c.options("alltoall", 0)
-	return c.submitCollective(stream, "alltoallv", len(send), func(ctx context.Context, tag transport.Tag) error {
+	return c.submitCollective(stream, movement("alltoallv", len(send), -1).algo(o), func(ctx context.Context, tag transport.Tag) error {
 		if a := c.arenaFor(stream, o); a != nil {
 			return intra.AllToAllV(ctx, a, uint64(tag), send, sc, sd, recv, rc, rd)
 		}
@@ -168,7 +168,7 @@ func (c *Communicator) Gather(send, recv []byte, root, stream int) (*streams.Wor
 		return nil, c.invalid("gather", "recv has %d bytes, want %d ranks x %d", len(recv), c.size, len(send))
 	}
 	o := c.options("gather", 0)
-	return c.submitCollective(stream, "gather", len(send), func(ctx context.Context, tag transport.Tag) error {
+	return c.submitCollective(stream, movement("gather", len(send), root).algo(o), func(ctx context.Context, tag transport.Tag) error {
 		return collectives.Gather(ctx, c.ep, tag, send, recv, root, o)
 	})
 }
@@ -182,7 +182,7 @@ func (c *Communicator) Scatter(send, recv []byte, root, stream int) (*streams.Wo
 		return nil, c.invalid("scatter", "send has %d bytes, want %d ranks x %d", len(send), c.size, len(recv))
 	}
 	o := c.options("scatter", 0)
-	return c.submitCollective(stream, "scatter", len(recv), func(ctx context.Context, tag transport.Tag) error {
+	return c.submitCollective(stream, movement("scatter", len(recv), root).algo(o), func(ctx context.Context, tag transport.Tag) error {
 		return collectives.Scatter(ctx, c.ep, tag, send, recv, root, o)
 	})
 }
@@ -190,7 +190,7 @@ func (c *Communicator) Scatter(send, recv []byte, root, stream int) (*streams.Wo
 // Barrier completes on each rank once every rank has entered it.
 func (c *Communicator) Barrier(stream int) (*streams.Work, error) {
 	o := c.options("barrier", 0)
-	return c.submitCollective(stream, "barrier", 0, func(ctx context.Context, tag transport.Tag) error {
+	return c.submitCollective(stream, movement("barrier", 0, -1).algo(o), func(ctx context.Context, tag transport.Tag) error {
 		if a := c.arenaFor(stream, o); a != nil {
 			return intra.Barrier(ctx, a, uint64(tag))
 		}

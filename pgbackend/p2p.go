@@ -54,9 +54,10 @@ func (c *Communicator) Send(buf []byte, peer int, tag uint32) (*streams.Work, er
 	if err := c.checkPeer("send", peer); err != nil {
 		return nil, err
 	}
-	desc := fmt.Sprintf("send %d bytes to rank %d tag %d from rank %d", len(buf), peer, tag, c.rank)
-	return c.p2p.stream(c.p2p.sends, "send", peer).Submit(desc, func() error {
-		return c.run(desc, func(ctx context.Context) error { return c.ep.Send(ctx, peer, p2pTag(tag), buf) })
+	op := p2pOp("send", len(buf), peer, tag)
+	id := c.flight.add(op)
+	return c.p2p.stream(c.p2p.sends, "send", peer).Submit(op.name(c.rank, c.size), func() error {
+		return c.runOp(id, op, func(ctx context.Context) error { return c.ep.Send(ctx, peer, p2pTag(tag), buf) })
 	}), nil
 }
 
@@ -65,9 +66,10 @@ func (c *Communicator) Recv(buf []byte, peer int, tag uint32) (*streams.Work, er
 	if err := c.checkPeer("recv", peer); err != nil {
 		return nil, err
 	}
-	desc := fmt.Sprintf("recv %d bytes from rank %d tag %d on rank %d", len(buf), peer, tag, c.rank)
-	return c.p2p.stream(c.p2p.recvs, "recv", peer).Submit(desc, func() error {
-		return c.run(desc, func(ctx context.Context) error { return c.ep.Recv(ctx, peer, p2pTag(tag), buf) })
+	op := p2pOp("recv", len(buf), peer, tag)
+	id := c.flight.add(op)
+	return c.p2p.stream(c.p2p.recvs, "recv", peer).Submit(op.name(c.rank, c.size), func() error {
+		return c.runOp(id, op, func(ctx context.Context) error { return c.ep.Recv(ctx, peer, p2pTag(tag), buf) })
 	}), nil
 }
 

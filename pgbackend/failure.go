@@ -1,0 +1,165 @@
+package pgbackend
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hccl-go/hccl-go/collectives"
+	"github.com/hccl-go/hccl-go/transport"
+)
+
+// Failure handling. A communicator fails as a whole, as NCCL's does after an
+// asynchronous error: when a peer dies or leaves without destroying its
+// communicator (monitor.go notices within milliseconds), when a collective
+// times out or fails part-way, or when a peer reports such a failure of its
+// own. Failing cancels every running op at once and makes every later op
+// fail before it starts, each with an error naming the op and the cause
+// (the dead rank, or the op that timed out and the ranks it waited for).
+// The flight recorder is dumped once, and the peers are told, so that a
+// rank that was merely slow fails fast instead of waiting for its timeout.
+// Point-to-point errors and argument errors (including collective
+// mismatches, which every rank sees alike) leave the communicator usable.
+
+// ErrCommFailed wraps the errors of ops refused because the communicator
+// failed earlier.
+var ErrCommFailed = errors.New("communicator failed")
+
+// PeerFailure is the cause of a communicator's failure that lies with a
+// peer: its process is gone (Err says how the link ended), or it reported a
+// failure of its own (Reported).
+type PeerFailure struct {
+	Rank     int
+	Reported string
+	Err      error
+}
+
+func (e *PeerFailure) Error() string {
+	if e.Reported != "" {
+		return fmt.Sprintf("peer rank %d failed: %s", e.Rank, e.Reported)
+	}
+	return fmt.Sprintf("peer rank %d is gone (%v)", e.Rank, e.Err)
+}
+
+func (e *PeerFailure) Unwrap() error { return e.Err }
+
+// reliability is the failure-handling state of a communicator, embedded in
+// it: the flight recorder, the peer monitor and the failure itself (the
+// cause of the communicator context's cancellation).
+type reliability struct {
+	flight  *flightRecorder
+	mon     *monitor // nil for communicators made without Connect
+	job     string   // the rendezvous job ID, for trace file names
+	created time.Time
+	dumped  atomic.Bool // the flight recorder was dumped on a failure
+	failMu  sync.Mutex  // makes "not failed yet, so fail now" atomic
+}
+
+func newReliability(cfg Config) reliability {
+	return reliability{flight: newFlightRecorder(cfg.TraceSize), created: time.Now()}
+}
+
+// failure returns why the communicator failed or was aborted, or nil.
+func (c *Communicator) failure() error {
+	if c.ctx.Err() == nil {
+		return nil
+	}
+	return context.Cause(c.ctx)
+}
+
+// notedError adds the flight recorder's file to an error's message.
+type notedError struct {
+	err  error
+	note string
+}
+
+func (e *notedError) Error() string { return e.err.Error() + e.note }
+func (e *notedError) Unwrap() error { return e.err }
+
+// fail makes cause the communicator's failure unless it failed already:
+// it dumps the flight recorder, cancels every running op and, when notify,
+// tells the peers why. It returns cause with the dump's path in its
+// message, or nil when another failure came first.
+func (c *Communicator) fail(cause error, notify bool) error {
+	c.failMu.Lock()
+	if c.ctx.Err() != nil {
+		c.failMu.Unlock()
+		return nil
+	}
+	if note := c.autoDump(cause.Error()); note != "" {
+		cause = &notedError{err: cause, note: note}
+	}
+	c.cancel(cause)
+	c.failMu.Unlock()
+	if notify && c.mon != nil {
+		c.mon.notifyAll(cause.Error())
+	}
+	return cause
+}
+
+// runOp runs one recorded op with the op's deadline and turns its error
+// into the one the caller sees.
+func (c *Communicator) runOp(id uint64, op opDesc, body func(ctx context.Context) error) error {
+	c.flight.start(id, op)
+	name := op.name(c.rank, c.size)
+	if cause := c.failure(); cause != nil {
+		err := failedError(name, cause, nil)
+		c.flight.end(id, op, err)
+		return err
+	}
+	ctx, cancel := context.WithTimeout(c.ctx, c.cfg.Timeout)
+	defer cancel()
+	start := time.Now()
+	err := body(ctx)
+	switch {
+	case err == nil:
+		c.flight.end(id, op, nil)
+		return nil
+	case c.ctx.Err() != nil:
+		err = failedError(name, context.Cause(c.ctx), err)
+		c.flight.end(id, op, err)
+		return err
+	case ctx.Err() == context.DeadlineExceeded:
+		err = fmt.Errorf("%s: %w after %v (timeout %v)%s: %w", name, ErrTimeout,
+			time.Since(start).Round(time.Millisecond), c.cfg.Timeout, c.stragglers(op), err)
+	default:
+		err = fmt.Errorf("%s: %w", name, err)
+	}
+	c.flight.end(id, op, err)
+	if op.Peer >= 0 || keepsCommUsable(err) {
+		return err
+	}
+	if noted := c.fail(err, true); noted != nil {
+		return noted
+	}
+	return err
+}
+
+// keepsCommUsable reports errors after which the ranks are still in step:
+// arguments refused before the op ran, and mismatches seen by every rank.
+func keepsCommUsable(err error) bool {
+	return errors.Is(err, ErrInvalidArgument) || errors.Is(err, collectives.ErrInvalidArgument) || errors.Is(err, ErrMismatch)
+}
+
+// failedError is the error of an op that the communicator's failure (or
+// abort) refused or cut short; opErr is what the op itself saw, if it ran.
+func failedError(name string, cause, opErr error) error {
+	if errors.Is(cause, ErrAborted) {
+		if opErr == nil {
+			opErr = errors.New("not run")
+		}
+		return fmt.Errorf("%s: %w: %v", name, ErrAborted, opErr)
+	}
+	if opErr == nil {
+		return fmt.Errorf("%s: not run: %w: %w", name, ErrCommFailed, cause)
+	}
+	var peer *transport.PeerError
+	if errors.Is(opErr, context.Canceled) || !errors.As(opErr, &peer) {
+		// The op only saw the cancellation: the cause says it all.
+		return fmt.Errorf("%s: %w", name, cause)
+	}
+	return fmt.Errorf("%s: %w (the op saw: %v)", name, cause, opErr)
+}
