@@ -34,6 +34,9 @@ func goWorkWait(h C.hcclGoWork_t, timeoutMs C.int64_t) (rc C.hcclGoResult_t) {
 	if timeoutMs < 0 {
 		timeout = e.comm.c.Config().Timeout
 	}
+	// A caller about to block runs the op itself when it is next in line:
+	// no hand-off to the stream's goroutine and back.
+	e.w.RunInline()
 	if err := e.w.Wait(context.Background(), timeout); err != nil {
 		return fail(e.comm, err)
 	}

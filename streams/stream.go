@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 )
 
 // ErrStreamClosed completes work submitted to a closed stream.
@@ -14,20 +15,27 @@ var ErrStreamClosed = errors.New("stream closed")
 // finds the queue full waits (back-pressure) instead of growing memory.
 const DefaultDepth = 1024
 
+// task is one queued operation. Exactly one of the stream's goroutine and a
+// waiter (Work.RunInline) claims it and runs it.
 type task struct {
-	run  func() error
-	work *Work
+	run     func() error
+	work    *Work
+	stream  *Stream
+	index   uint64 // position in the stream: it may run once index tasks are done
+	claimed atomic.Bool
 }
 
 // Stream runs submitted operations one at a time, in order, on its own
 // goroutine.
 type Stream struct {
 	name  string
-	queue chan task
+	queue chan *task
 
-	mu     sync.Mutex // guards closed against concurrent Submit/Close
-	closed bool
-	exited chan struct{}
+	mu        sync.Mutex // guards closed and submitted against Submit/Close
+	closed    bool
+	submitted uint64        // tasks submitted so far
+	done      atomic.Uint64 // tasks completed so far, in order
+	exited    chan struct{}
 }
 
 // New starts a stream named name with room for depth queued operations
@@ -36,7 +44,7 @@ func New(name string, depth int) *Stream {
 	if depth <= 0 {
 		depth = DefaultDepth
 	}
-	s := &Stream{name: name, queue: make(chan task, depth), exited: make(chan struct{})}
+	s := &Stream{name: name, queue: make(chan *task, depth), exited: make(chan struct{})}
 	go s.loop()
 	return s
 }
@@ -57,7 +65,10 @@ func (s *Stream) Submit(desc string, run func() error) *Work {
 	}
 	// Sending while holding mu keeps Close from closing the channel under
 	// us; the loop goroutine never takes mu, so a full queue still drains.
-	s.queue <- task{run: run, work: w}
+	t := &task{run: run, work: w, stream: s, index: s.submitted}
+	s.submitted++
+	w.task = t
+	s.queue <- t
 	s.mu.Unlock()
 	return w
 }
@@ -87,9 +98,32 @@ func (s *Stream) Close() {
 func (s *Stream) loop() {
 	defer close(s.exited)
 	for t := range s.queue {
-		t.work.markStarted()
-		t.work.Complete(runSafely(t.run))
+		if t.claimed.CompareAndSwap(false, true) {
+			t.execute()
+		} else {
+			<-t.work.done // a waiter runs it; the next task must wait for it
+		}
 	}
+}
+
+// execute runs a claimed task and completes its work. done advances before
+// the work completes, so whoever the completion wakes sees the stream's
+// next task as runnable.
+func (t *task) execute() {
+	t.work.markStarted()
+	err := runSafely(t.run)
+	t.stream.done.Add(1)
+	t.work.Complete(err)
+}
+
+// runInline runs the task on the calling goroutine if every earlier task of
+// its stream has completed and nobody has claimed it yet.
+func (t *task) runInline() bool {
+	if t.stream.done.Load() != t.index || !t.claimed.CompareAndSwap(false, true) {
+		return false
+	}
+	t.execute()
+	return true
 }
 
 // runSafely turns a panic into an error: a bug in one operation must fail

@@ -112,3 +112,35 @@ func TestSubmitAfterClose(t *testing.T) {
 	w := s.Submit("late", func() error { return nil })
 	require.ErrorIs(t, w.Wait(context.Background(), time.Second), ErrStreamClosed)
 }
+
+func TestRunInlineKeepsStreamOrder(t *testing.T) {
+	s := New("s", 0)
+	defer s.Close()
+	release := make(chan struct{})
+	first := s.Submit("first", func() error { <-release; return nil })
+	var secondRanInline bool
+	second := s.Submit("second", func() error { return nil })
+	// first is running (or about to): second is not next in line yet.
+	assert.False(t, second.RunInline())
+	close(release)
+	require.NoError(t, first.Wait(context.Background(), 5*time.Second))
+	// Now second may run inline, unless the stream's goroutine took it.
+	secondRanInline = second.RunInline()
+	require.NoError(t, second.Wait(context.Background(), 5*time.Second))
+	assert.False(t, second.RunInline(), "a work runs once")
+	t.Logf("second ran inline: %v", secondRanInline)
+
+	// Many ops, each waited on by a caller that tries to run it inline:
+	// every op runs exactly once, in order.
+	var mu sync.Mutex
+	var order []int
+	for i := 0; i < 200; i++ {
+		w := s.Submit("op", func() error { mu.Lock(); order = append(order, i); mu.Unlock(); return nil })
+		w.RunInline()
+		require.NoError(t, w.Wait(context.Background(), 5*time.Second))
+	}
+	require.Len(t, order, 200)
+	for i, v := range order {
+		require.Equal(t, i, v)
+	}
+}

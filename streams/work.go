@@ -24,6 +24,8 @@ type Work struct {
 	desc string
 	done chan struct{}
 
+	task *task // the queued operation, nil for a Work made by NewWork
+
 	mu        sync.Mutex
 	err       error
 	completed bool
@@ -92,6 +94,15 @@ func (w *Work) Test() (bool, error) {
 func (w *Work) Err() error {
 	_, err := w.Test()
 	return err
+}
+
+// RunInline runs the work's operation on the calling goroutine when it is
+// next in line on its stream and has not started: a caller that is about to
+// wait anyway saves two thread hand-offs (to the stream's goroutine and
+// back), which dominate the latency of small operations. It reports
+// whether it ran the operation.
+func (w *Work) RunInline() bool {
+	return w.task != nil && w.task.runInline()
 }
 
 // Wait blocks until the work completes, ctx ends, or timeout passes
