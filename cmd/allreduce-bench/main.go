@@ -80,7 +80,11 @@ func run(c config) error {
 		algo = collectives.Auto
 	}
 	o := collectives.Options{Algo: algo, ChunkBytes: c.chunk}
-	fmt.Printf("# all_reduce, %d ranks over %s, %s sum, chunk %d B\n", c.np, c.transport, dt, o.ChunkBytes)
+	chunk := o.ChunkBytes
+	if chunk == 0 {
+		chunk = collectives.DefaultChunkBytes
+	}
+	fmt.Printf("# all_reduce, %d ranks over %s, %s sum, chunk %d B, busbw = algbw*2(p-1)/p\n", c.np, c.transport, dt, chunk)
 	fmt.Printf("# %10s %12s %8s %6s %6s %10s %8s %8s %7s\n", "size(B)", "count", "type", "redop", "algo", "time(us)", "algbw", "busbw", "#wrong")
 	b := &bench{eps: eps, dt: dt, o: o}
 	es := dt.Size()
