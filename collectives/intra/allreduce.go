@@ -18,19 +18,18 @@ import (
 // ranks end with bitwise identical results: every element is reduced by one
 // rank, or by all in the same order 0..p-1.
 //
-// Protocols, by size (p ranks, n bytes; reads+writes per rank in units of n):
+// Protocols, by size (p ranks, n bytes; bytes each rank reads+writes per
+// payload byte, from ALGORITHMS.md):
 //
 //   - n <= InlineBytes: one-shot inline. Each rank copies its input into its
-//     inline slot (flag in the same cache line) and reduces all p slots into
-//     recv: (1+1) + (p+1) = p+3 touched, one wait per peer.
-//   - n <= oneShotMax: one-shot through the data halves, in chunks of one
-//     half: the same p+3, one wait per peer and chunk.
-//   - larger: reduce-scatter/all-gather pipeline (see rsag): each rank
-//     publishes the p-1 slices others reduce, reduces its own slice from
-//     all, publishes the result, and copies every slice's result into recv:
-//     2(p-1)/p + (p/p + (p-1)·2/p... ) = 4.5 for p = 2 (see ALGORITHMS.md);
-//     only send (read once) and recv (written once) stream from memory, the
-//     shared chunks stay in cache.
+//     inline slot (whose flag shares the first cache line) and reduces all p
+//     slots into recv in rank order: 2 + 3(p-1) touched (5 for p = 2), all
+//     of it in cache; one post and one wait per peer.
+//   - n <= oneShotMax: the same one-shot through the data halves, one half
+//     per epoch.
+//   - larger: the reduce-scatter/all-gather pipeline (rsag.go): 2 + 5(p-1)/p
+//     touched (4.5 for p = 2), of which only reading send once and writing
+//     recv once reach memory; the shared chunks stay in cache.
 func AllReduce(ctx context.Context, a *arena.Arena, seq uint64, send, recv []byte, dt reduce.DType, op reduce.Op, preMul float64) error {
 	if err := checkAllReduce(a, send, recv, dt, op); err != nil {
 		return wrapOp("allreduce", a, seq, err)

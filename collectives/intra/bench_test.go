@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -34,38 +35,67 @@ type benchCase struct {
 	call             func(ctx context.Context, a *arena.Arena, seq uint64, send, recv []byte) error
 }
 
-func newBenchCase(op string, n int) (benchCase, error) {
+func newBenchCase(op string, n int, t tuning) (benchCase, error) {
 	const p = 2
 	switch op {
 	case "allreduce":
 		return benchCase{n, n, 1, func(ctx context.Context, a *arena.Arena, seq uint64, send, recv []byte) error {
-			return AllReduce(ctx, a, seq, send, recv, reduce.Float32, reduce.Sum, 0)
+			return allReduce(ctx, a, seq, send, recv, reduce.Float32, reduce.Sum, 0, t)
 		}}, nil
 	case "allgather":
 		return benchCase{n / p, n, 0.5, func(ctx context.Context, a *arena.Arena, seq uint64, send, recv []byte) error {
-			return AllGather(ctx, a, seq, send, recv)
+			return allGather(ctx, a, seq, send, recv, t)
 		}}, nil
 	case "reducescatter":
 		return benchCase{n, n / p, 0.5, func(ctx context.Context, a *arena.Arena, seq uint64, send, recv []byte) error {
-			return ReduceScatter(ctx, a, seq, send, recv, reduce.Float32, reduce.Sum, 0)
+			return reduceScatter(ctx, a, seq, send, recv, reduce.Float32, reduce.Sum, 0, t)
 		}}, nil
 	case "broadcast":
 		return benchCase{n, n, 1, func(ctx context.Context, a *arena.Arena, seq uint64, send, recv []byte) error {
-			return Broadcast(ctx, a, seq, send, recv, 0)
+			return broadcast(ctx, a, seq, send, recv, 0, t)
 		}}, nil
 	case "alltoall":
 		return benchCase{n, n, 0.5, func(ctx context.Context, a *arena.Arena, seq uint64, send, recv []byte) error {
 			c := []int{n / p, n / p}
 			d := []int{0, n / p}
-			return AllToAllV(ctx, a, seq, send, c, d, recv, c, d)
+			x := exchange{send: send, sendCounts: c, sendDispls: d, recv: recv, recvCounts: c, recvDispls: d}
+			return x.run(ctx, a, seq, t)
 		}}, nil
 	}
 	return benchCase{}, fmt.Errorf("unknown benchmark op %q", op)
 }
 
+// benchTuning is the default tuning, or the one in $HCCL_GO_INTRA_BENCH_TUNING
+// ("oneShotMax,sliceBytes,copyBytes"), for sweeping thresholds.
+func benchTuning() (tuning, error) {
+	t := defaultTuning()
+	s := os.Getenv(tuningEnv)
+	if s == "" {
+		return t, nil
+	}
+	_, err := fmt.Sscanf(s, "%d,%d,%d", &t.oneShotMax, &t.sliceBytes, &t.copyBytes)
+	return t, err
+}
+
+// benchSizesFromEnv is benchSizes, or the sizes listed in
+// $HCCL_GO_INTRA_BENCH_SIZES (comma separated bytes).
+func benchSizesFromEnv() []int {
+	s := os.Getenv(sizesEnv)
+	if s == "" {
+		return benchSizes
+	}
+	var sizes []int
+	for _, f := range strings.Split(s, ",") {
+		if n, err := strconv.Atoi(f); err == nil {
+			sizes = append(sizes, n)
+		}
+	}
+	return sizes
+}
+
 // benchLoop runs iters ops after a warm-up and a barrier, timing each op
 // on its own; it returns the median.
-func benchLoop(ctx context.Context, a *arena.Arena, bc benchCase, n, iters int) (time.Duration, error) {
+func benchLoop(ctx context.Context, a *arena.Arena, bc benchCase, n, iters int) (med, best time.Duration, err error) {
 	send, recv := make([]byte, bc.sendLen), make([]byte, bc.recvLen)
 	for i := range send {
 		send[i] = byte(i)
@@ -77,12 +107,12 @@ func benchLoop(ctx context.Context, a *arena.Arena, bc benchCase, n, iters int) 
 	}
 	for range 2 + min(50, (64<<20)/max(n, 1)) {
 		if err := step(); err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 	}
 	seq++
 	if err := Barrier(ctx, a, seq); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	// Each op is timed on its own: on a shared host the median of single
 	// ops ignores the time slices lost to other processes.
@@ -90,18 +120,20 @@ func benchLoop(ctx context.Context, a *arena.Arena, bc benchCase, n, iters int) 
 	for i := range per {
 		t0 := time.Now()
 		if err := step(); err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 		per[i] = time.Since(t0)
 	}
 	slices.Sort(per)
-	return per[len(per)/2], nil
+	return per[len(per)/2], per[0], nil
 }
 
-// report turns a median time per op into the benchmark's metrics.
-func report(b *testing.B, bc benchCase, n int, med time.Duration) {
+// report turns the median and best time of one op into the benchmark's
+// metrics.
+func report(b *testing.B, bc benchCase, n int, med, best time.Duration) {
 	b.ReportMetric(float64(med.Nanoseconds())/1e3, "us/op")
 	b.ReportMetric(float64(n)/med.Seconds()/1e9*bc.busFactor, "busGB/s")
+	b.ReportMetric(float64(n)/best.Seconds()/1e9*bc.busFactor, "best-busGB/s")
 }
 
 // Environment of the helper process that plays rank 1.
@@ -112,6 +144,8 @@ const (
 	opEnv     = "HCCL_GO_INTRA_TEST_OP"
 	sizeEnv   = "HCCL_GO_INTRA_TEST_SIZE"
 	itersEnv  = "HCCL_GO_INTRA_TEST_ITERS"
+	tuningEnv = "HCCL_GO_INTRA_BENCH_TUNING"
+	sizesEnv  = "HCCL_GO_INTRA_BENCH_SIZES"
 )
 
 // helperBench is rank 1 of a two-process benchmark.
@@ -124,11 +158,15 @@ func helperBench(ctx context.Context, a *arena.Arena) error {
 	if err != nil {
 		return err
 	}
-	bc, err := newBenchCase(os.Getenv(opEnv), n)
+	t, err := benchTuning()
 	if err != nil {
 		return err
 	}
-	_, err = benchLoop(ctx, a, bc, n, iters)
+	bc, err := newBenchCase(os.Getenv(opEnv), n, t)
+	if err != nil {
+		return err
+	}
+	_, _, err = benchLoop(ctx, a, bc, n, iters)
 	return err
 }
 
@@ -145,9 +183,11 @@ func startHelper(t testing.TB, role, job, dir string, env ...string) *exec.Cmd {
 }
 
 func benchTwoProcesses(b *testing.B, op string) {
-	for _, n := range benchSizes {
+	t, err := benchTuning()
+	require.NoError(b, err)
+	for _, n := range benchSizesFromEnv() {
 		b.Run(sizeName(n), func(b *testing.B) {
-			bc, err := newBenchCase(op, n)
+			bc, err := newBenchCase(op, n, t)
 			require.NoError(b, err)
 			dir := shmDir(b)
 			job := fmt.Sprintf("bench-%d-%d", os.Getpid(), time.Now().UnixNano())
@@ -159,36 +199,38 @@ func benchTwoProcesses(b *testing.B, op string) {
 			require.NoError(b, err)
 			defer a.Close()
 			b.ResetTimer()
-			med, err := benchLoop(ctx, a, bc, n, iters)
+			med, best, err := benchLoop(ctx, a, bc, n, iters)
 			b.StopTimer()
 			require.NoError(b, err)
 			require.NoError(b, cmd.Wait())
-			report(b, bc, n, med)
+			report(b, bc, n, med, best)
 		})
 	}
 }
 
 func benchGoroutines(b *testing.B, op string) {
-	for _, n := range benchSizes {
+	t, err := benchTuning()
+	require.NoError(b, err)
+	for _, n := range benchSizesFromEnv() {
 		b.Run(sizeName(n), func(b *testing.B) {
-			bc, err := newBenchCase(op, n)
+			bc, err := newBenchCase(op, n, t)
 			require.NoError(b, err)
 			w := newWorld(b, 2, arena.Config{})
 			var wg sync.WaitGroup
-			meds, errs := make([]time.Duration, 2), make([]error, 2)
+			meds, bests, errs := make([]time.Duration, 2), make([]time.Duration, 2), make([]error, 2)
 			b.ResetTimer()
 			for r, a := range w.arenas {
 				wg.Go(func() {
 					runtime.LockOSThread()
 					defer runtime.UnlockOSThread()
-					meds[r], errs[r] = benchLoop(context.Background(), a, bc, n, b.N)
+					meds[r], bests[r], errs[r] = benchLoop(context.Background(), a, bc, n, b.N)
 				})
 			}
 			wg.Wait()
 			b.StopTimer()
 			require.NoError(b, errs[0])
 			require.NoError(b, errs[1])
-			report(b, bc, n, meds[0])
+			report(b, bc, n, meds[0], bests[0])
 		})
 	}
 }
@@ -209,3 +251,30 @@ func BenchmarkReduceScatter(b *testing.B)       { benchTwoProcesses(b, "reducesc
 func BenchmarkBroadcast(b *testing.B)           { benchTwoProcesses(b, "broadcast") }
 func BenchmarkAllToAll(b *testing.B)            { benchTwoProcesses(b, "alltoall") }
 func BenchmarkAllReduceGoroutines(b *testing.B) { benchGoroutines(b, "allreduce") }
+
+// BenchmarkCopy is the memory baseline: one core copying n bytes from one
+// buffer to another (reported as bytes copied per second; reads+writes are
+// twice that).
+func BenchmarkCopy(b *testing.B) {
+	for _, n := range benchSizesFromEnv() {
+		b.Run(sizeName(n), func(b *testing.B) {
+			src, dst := make([]byte, n), make([]byte, n)
+			for i := range src {
+				src[i] = byte(i)
+			}
+			copy(dst, src)
+			per := make([]time.Duration, b.N)
+			b.ResetTimer()
+			for i := range per {
+				t0 := time.Now()
+				copy(dst, src)
+				per[i] = time.Since(t0)
+			}
+			b.StopTimer()
+			slices.Sort(per)
+			med := per[len(per)/2]
+			b.ReportMetric(float64(med.Nanoseconds())/1e3, "us/op")
+			b.ReportMetric(float64(n)/med.Seconds()/1e9, "GB/s")
+		})
+	}
+}

@@ -14,8 +14,8 @@ import (
 // Small payloads go one-shot (every rank publishes, root reduces all p
 // inputs); large ones through the AllReduce pipeline with the results
 // copied out on root only, so the p ranks share the reduction work. Per
-// rank and payload byte, large, p = 2: publish 1, reduce 1.5, root's
-// copy-out 2 (3.5 on root, 2.5 elsewhere).
+// rank and payload byte, reads+writes, large: 5(p-1)/p, plus 2 on root (4.5
+// and 2.5 for p = 2); small: 2, plus 3(p-1) on root.
 func Reduce(ctx context.Context, a *arena.Arena, seq uint64, send, recv []byte, dt reduce.DType, op reduce.Op, preMul float64, root int) error {
 	if err := checkReduce(a, send, recv, dt, op, root); err != nil {
 		return wrapOp("reduce", a, seq, err)

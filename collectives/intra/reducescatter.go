@@ -15,9 +15,8 @@ import (
 // Blocks are cut into chunks of at most slot bytes; per epoch every rank
 // publishes the next chunk of each block the others reduce (block j into
 // slot j of its half) and reduces the chunk of its own block, inputs in
-// rank order 0..p-1, straight into recv. Per rank and payload byte of send
-// (n = len(send)): publish reads and writes (p-1)/p, reduce reads 1 and
-// writes 1/p: 2 + 1/p - 2/p... = 2.5 for p = 2.
+// rank order 0..p-1, straight into recv. Per rank and payload byte of send,
+// reads+writes: publish 2(p-1)/p, reduce 3(p-1)/p: 5(p-1)/p (2.5 for p = 2).
 func ReduceScatter(ctx context.Context, a *arena.Arena, seq uint64, send, recv []byte, dt reduce.DType, op reduce.Op, preMul float64) error {
 	if err := checkReduceScatter(a, send, recv, dt, op); err != nil {
 		return wrapOp("reducescatter", a, seq, err)

@@ -25,12 +25,10 @@ import (
 // k-1. Writing the result into half e+1 during epoch e is allowed: all peers
 // have posted e, so they are done with epoch e-1, the same parity.
 //
-// Per rank and payload byte (p = 2): publish reads 1/2 and writes 1/2;
-// reduce reads 1 (own 1/2 from send, 1/2 from the peer) and writes 1/2;
-// copy-out reads 1 and writes 1: 4.5 in all, of which only reading send
-// once and writing recv once go to memory; the shared slots (3 per half,
-// both halves of both ranks: 12 slots, 3 MiB at 256 KiB) stay in cache.
-// General p: publish 2(p-1)/p, reduce (2p-1)/p... see ALGORITHMS.md.
+// Bytes each rank reads+writes per payload byte: publish 2(p-1)/p, reduce
+// 3(p-1)/p (p-1 passes over a slice of n/p), copy-out 2: 2 + 5(p-1)/p, 4.5
+// for p = 2. Only reading send once and writing recv once go to memory; the
+// shared slots (p+1 per half, two halves per rank) stay in cache.
 //
 // In place is safe: window k of send is read (published and reduced) in
 // epochs k and k+1, and window k of recv is written in epoch k+1, after.

@@ -32,10 +32,11 @@ type Arena struct {
 	inline  [2][][]byte         // inline payloads by parity
 	halves  [2][][]byte         // data halves by parity
 
-	// op serialises operations and guards epoch and broken.
+	// op serialises operations and guards epoch, broken and spin.
 	op     sync.Mutex
-	epoch  uint64 // last epoch this rank started
-	broken error  // why operations are refused, or nil
+	epoch  uint64        // last epoch this rank started
+	broken error         // why operations are refused, or nil
+	spin   time.Duration // current spin budget of a wait (see adaptSpin)
 
 	// life guards the mappings: operations hold it for reading, Close takes
 	// it for writing before unmapping.
@@ -65,6 +66,7 @@ func Connect(ctx context.Context, rank int, local []int, jobID string, cfg Confi
 		index: index,
 		ranks: slices.Clone(local),
 		segs:  make([]*segment, len(local)),
+		spin:  cfg.SpinTime,
 	}
 	if err := a.setup(ctx, jobHash(jobID)); err != nil {
 		for _, s := range a.segs {

@@ -1,0 +1,25 @@
+// Package intra implements collectives for communicators whose ranks all
+// share one host, over a transport/arena shared-memory segment instead of a
+// point-to-point transport: a rank reads its peers' data where they
+// published it, so a payload byte is copied into shared memory once and out
+// once, and the shared chunks stay in cache.
+//
+// Every function mirrors its counterpart in package collectives (Go slices
+// in and out, the same argument rules and in-place conventions, errors
+// wrapping collectives.ErrInvalidArgument for usage errors), with the
+// arena in place of the endpoint and tag: ranks are the arena's local
+// indices (a.Index()), and every rank must call the same collectives with
+// the same sizes in the same order. seq labels errors only.
+//
+// All results are bitwise identical on every rank: each element is reduced
+// either by one rank, which publishes the result, or by all ranks in the
+// same order 0..p-1.
+//
+// A failure part-way (a dead peer, a cancelled context) leaves the ranks
+// out of step; the arena then refuses further operations (arena.ErrBroken).
+// Argument errors are detected before anything is shared and leave it
+// usable.
+//
+// ALGORITHMS.md lists each protocol with the bytes it touches per payload
+// byte, the thresholds between protocols, and measured figures.
+package intra
