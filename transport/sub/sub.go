@@ -34,9 +34,10 @@ import (
 // SpaceShift is the bit position of a view's tag space in the parent's tags.
 const SpaceShift = 48
 
-// MaxSpace is the largest tag space (bit 63 stays clear: it marks
-// point-to-point tags, transport.P2PTagBit).
-const MaxSpace = 1<<(63-SpaceShift) - 1
+// MaxSpace is the largest tag space: spaces take bits 48-60 of a tag. Bit
+// 63 marks point-to-point tags (transport.P2PTagBit), bits 61 and 62
+// pgbackend's control messages.
+const MaxSpace = 1<<13 - 1
 
 // MaxTag is the largest tag a view with a non-zero space accepts (not
 // counting transport.P2PTagBit).
