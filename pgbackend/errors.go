@@ -6,6 +6,7 @@ import (
 
 	"github.com/hccl-go/hccl-go/streams"
 	"github.com/hccl-go/hccl-go/transport"
+	"github.com/hccl-go/hccl-go/transport/arena"
 )
 
 // Sentinel errors that callers (the C ABI) classify with errors.Is.
@@ -37,6 +38,8 @@ const (
 // Classify maps an error returned by this package to its Class.
 func Classify(err error) Class {
 	var peer *transport.PeerError
+	var arenaPeer *arena.PeerError
+	var lost *PeerFailure
 	switch {
 	case err == nil:
 		return ClassNone
@@ -48,7 +51,7 @@ func Classify(err error) Class {
 		return ClassAborted
 	case errors.Is(err, ErrTimeout), errors.Is(err, context.DeadlineExceeded), errors.Is(err, streams.ErrTimeout):
 		return ClassTimeout
-	case errors.As(err, &peer):
+	case errors.As(err, &peer), errors.As(err, &arenaPeer), errors.As(err, &lost):
 		return ClassRemote
 	default:
 		return ClassSystem

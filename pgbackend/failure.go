@@ -89,13 +89,14 @@ func (c *Communicator) fail(cause error, notify bool) error {
 		c.failMu.Unlock()
 		return nil
 	}
+	reason := cause.Error()
 	if note := c.autoDump(cause.Error()); note != "" {
 		cause = &notedError{err: cause, note: note}
 	}
 	c.cancel(cause)
 	c.failMu.Unlock()
 	if notify && c.mon != nil {
-		c.mon.notifyAll(cause.Error())
+		c.mon.notifyAll(reason)
 	}
 	return cause
 }

@@ -32,7 +32,7 @@ const (
 
 // Control messages have one fixed size (a receive must know it).
 const (
-	ctlSize      = 256
+	ctlSize      = 512
 	ctlMagic     = 0x314d4748 // "HGM1"
 	ctlHeadBytes = 24 + numStreams*24 + 2
 	ctlTextBytes = ctlSize - ctlHeadBytes
