@@ -25,7 +25,7 @@ import (
 //     inline slot (whose flag shares the first cache line) and reduces all p
 //     slots into recv in rank order: 2 + 3(p-1) touched (5 for p = 2), all
 //     of it in cache; one post and one wait per peer.
-//   - n <= oneShotMax: the same one-shot through the data halves, one half
+//   - n <= 1 MiB/(p-1): the same one-shot through the data halves, 1 MiB
 //     per epoch.
 //   - larger: the reduce-scatter/all-gather pipeline (rsag.go): 2 + 5(p-1)/p
 //     touched (4.5 for p = 2), of which only reading send once and writing
@@ -64,16 +64,16 @@ func allReduce(ctx context.Context, a *arena.Arena, seq uint64, send, recv []byt
 		return err
 	}
 	var err error
-	r := reduction{a: a, dt: dt, op: op, preMul: preMul}
+	r := reduction{a: a, dt: dt, op: op, preMul: preMul, t: t}
 	switch n := len(send); {
 	case a.Size() == 1:
 		local(dt, op, preMul, recv, send)
 	case n <= a.InlineBytes():
 		err = r.oneShotInline(ctx, send, recv, allRanks)
-	case n <= t.oneShotMax:
+	case n <= t.oneShotLimit(a.Size()):
 		err = r.oneShotHalves(ctx, send, recv, allRanks)
 	default:
-		err = r.rsag(ctx, send, recv, allRanks, t.sliceBytes)
+		err = r.rsag(ctx, send, recv, allRanks)
 	}
 	a.End(err)
 	return err
@@ -88,6 +88,7 @@ type reduction struct {
 	dt     reduce.DType
 	op     reduce.Op
 	preMul float64
+	t      tuning
 }
 
 // wants reports whether local rank me receives the result when root names
@@ -112,13 +113,13 @@ func (r reduction) oneShotInline(ctx context.Context, send, recv []byte, root in
 	return nil
 }
 
-// oneShotHalves is oneShotInline through the data halves, one half-sized
-// chunk per epoch. A chunk of send is published before the same chunk of
-// recv is written, so in-place calls are safe.
+// oneShotHalves is oneShotInline through the data halves, one chunk of at
+// most t.oneShotChunk bytes per epoch. A chunk of send is published before
+// the same chunk of recv is written, so in-place calls are safe.
 func (r reduction) oneShotHalves(ctx context.Context, send, recv []byte, root int) error {
 	a := r.a
 	me, p := a.Index(), a.Size()
-	chunk := alignDown(a.HalfBytes(), lineBytes)
+	chunk := alignDown(min(r.t.oneShotChunk, a.HalfBytes()), lineBytes)
 	for off := 0; off < len(send); off += chunk {
 		m := min(chunk, len(send)-off)
 		e := a.Next()

@@ -32,8 +32,10 @@ var benchSizes = []int{8, 64 << 10, 1 << 20, 16 << 20, 128 << 20, 512 << 20}
 type benchCase struct {
 	sendLen, recvLen int
 	busFactor        float64 // busbw = algbw * busFactor at p = 2
-	call             func(ctx context.Context, a *arena.Arena, seq uint64, send, recv []byte) error
+	call             benchCall
 }
+
+type benchCall func(ctx context.Context, a *arena.Arena, seq uint64, send, recv []byte) error
 
 func newBenchCase(op string, n int, t tuning) (benchCase, error) {
 	const p = 2
@@ -65,16 +67,25 @@ func newBenchCase(op string, n int, t tuning) (benchCase, error) {
 	return benchCase{}, fmt.Errorf("unknown benchmark op %q", op)
 }
 
-// benchTuning is the default tuning, or the one in $HCCL_GO_INTRA_BENCH_TUNING
-// ("oneShotMax,sliceBytes,copyBytes"), for sweeping thresholds.
-func benchTuning() (tuning, error) {
-	t := defaultTuning()
+// benchTunings is the default tuning, or those in $HCCL_GO_INTRA_BENCH_TUNING
+// ("oneShotMax,oneShotChunk,sliceBytes,copyBytes", several separated by
+// ";"), for sweeping thresholds. With several, the benchmark alternates
+// them op by op, so that the load of a shared host weighs on all alike,
+// and prints each one's figures.
+func benchTunings() ([]tuning, error) {
 	s := os.Getenv(tuningEnv)
 	if s == "" {
-		return t, nil
+		return []tuning{defaultTuning()}, nil
 	}
-	_, err := fmt.Sscanf(s, "%d,%d,%d", &t.oneShotMax, &t.sliceBytes, &t.copyBytes)
-	return t, err
+	var ts []tuning
+	for _, f := range strings.Split(s, ";") {
+		var t tuning
+		if _, err := fmt.Sscanf(f, "%d,%d,%d,%d", &t.oneShotMax, &t.oneShotChunk, &t.sliceBytes, &t.copyBytes); err != nil {
+			return nil, fmt.Errorf("%s %q: %w", tuningEnv, f, err)
+		}
+		ts = append(ts, t)
+	}
+	return ts, nil
 }
 
 // benchSizesFromEnv is benchSizes, or the sizes listed in
@@ -93,21 +104,42 @@ func benchSizesFromEnv() []int {
 	return sizes
 }
 
+// benchCases is op at size n under each tuning of benchTunings.
+func benchCases(op string, n int) ([]benchCase, error) {
+	ts, err := benchTunings()
+	if err != nil {
+		return nil, err
+	}
+	bcs := make([]benchCase, len(ts))
+	for i, t := range ts {
+		if bcs[i], err = newBenchCase(op, n, t); err != nil {
+			return nil, err
+		}
+	}
+	return bcs, nil
+}
+
 // benchLoop runs iters ops after a warm-up and a barrier, timing each op
-// on its own; it returns the median.
-func benchLoop(ctx context.Context, a *arena.Arena, bc benchCase, n, iters int) (med, best time.Duration, err error) {
+// on its own, and returns the median and the best. With several cases
+// (tunings of one op) it runs iters of each, cycling through them op by op, and prints each
+// one's 10th percentile and median on rank 0; the figures returned are the
+// first case's.
+func benchLoop(ctx context.Context, a *arena.Arena, bcs []benchCase, n, iters int) (med, best time.Duration, err error) {
+	bc := bcs[0]
 	send, recv := make([]byte, bc.sendLen), make([]byte, bc.recvLen)
 	for i := range send {
 		send[i] = byte(i)
 	}
 	seq := uint64(0)
-	step := func() error {
+	step := func(c benchCase) error {
 		seq++
-		return bc.call(ctx, a, seq, send, recv)
+		return c.call(ctx, a, seq, send, recv)
 	}
 	for range 2 + min(50, (64<<20)/max(n, 1)) {
-		if err := step(); err != nil {
-			return 0, 0, err
+		for _, c := range bcs {
+			if err := step(c); err != nil {
+				return 0, 0, err
+			}
 		}
 	}
 	seq++
@@ -116,16 +148,24 @@ func benchLoop(ctx context.Context, a *arena.Arena, bc benchCase, n, iters int) 
 	}
 	// Each op is timed on its own: on a shared host the median of single
 	// ops ignores the time slices lost to other processes.
-	per := make([]time.Duration, iters)
-	for i := range per {
+	per := make([][]time.Duration, len(bcs))
+	for i := range iters * len(bcs) {
+		c := i % len(bcs)
 		t0 := time.Now()
-		if err := step(); err != nil {
+		if err := step(bcs[c]); err != nil {
 			return 0, 0, err
 		}
-		per[i] = time.Since(t0)
+		per[c] = append(per[c], time.Since(t0))
 	}
-	slices.Sort(per)
-	return per[len(per)/2], per[0], nil
+	for c := range per {
+		slices.Sort(per[c])
+	}
+	if len(bcs) > 1 && a.Index() == 0 {
+		for c, d := range per {
+			fmt.Fprintf(os.Stderr, "tuning %d n %d: p10 %v p50 %v\n", c, n, d[len(d)/10], d[len(d)/2])
+		}
+	}
+	return per[0][len(per[0])/2], per[0][0], nil
 }
 
 // report turns the median and best time of one op into the benchmark's
@@ -158,15 +198,11 @@ func helperBench(ctx context.Context, a *arena.Arena) error {
 	if err != nil {
 		return err
 	}
-	t, err := benchTuning()
+	bcs, err := benchCases(os.Getenv(opEnv), n)
 	if err != nil {
 		return err
 	}
-	bc, err := newBenchCase(os.Getenv(opEnv), n, t)
-	if err != nil {
-		return err
-	}
-	_, _, err = benchLoop(ctx, a, bc, n, iters)
+	_, _, err = benchLoop(ctx, a, bcs, n, iters)
 	return err
 }
 
@@ -183,12 +219,11 @@ func startHelper(t testing.TB, role, job, dir string, env ...string) *exec.Cmd {
 }
 
 func benchTwoProcesses(b *testing.B, op string) {
-	t, err := benchTuning()
-	require.NoError(b, err)
 	for _, n := range benchSizesFromEnv() {
 		b.Run(sizeName(n), func(b *testing.B) {
-			bc, err := newBenchCase(op, n, t)
+			bcs, err := benchCases(op, n)
 			require.NoError(b, err)
+			bc := bcs[0]
 			dir := shmDir(b)
 			job := fmt.Sprintf("bench-%d-%d", os.Getpid(), time.Now().UnixNano())
 			iters := b.N
@@ -199,7 +234,7 @@ func benchTwoProcesses(b *testing.B, op string) {
 			require.NoError(b, err)
 			defer a.Close()
 			b.ResetTimer()
-			med, best, err := benchLoop(ctx, a, bc, n, iters)
+			med, best, err := benchLoop(ctx, a, bcs, n, iters)
 			b.StopTimer()
 			require.NoError(b, err)
 			require.NoError(b, cmd.Wait())
@@ -209,12 +244,11 @@ func benchTwoProcesses(b *testing.B, op string) {
 }
 
 func benchGoroutines(b *testing.B, op string) {
-	t, err := benchTuning()
-	require.NoError(b, err)
 	for _, n := range benchSizesFromEnv() {
 		b.Run(sizeName(n), func(b *testing.B) {
-			bc, err := newBenchCase(op, n, t)
+			bcs, err := benchCases(op, n)
 			require.NoError(b, err)
+			bc := bcs[0]
 			w := newWorld(b, 2, arena.Config{})
 			var wg sync.WaitGroup
 			meds, bests, errs := make([]time.Duration, 2), make([]time.Duration, 2), make([]error, 2)
@@ -223,7 +257,7 @@ func benchGoroutines(b *testing.B, op string) {
 				wg.Go(func() {
 					runtime.LockOSThread()
 					defer runtime.UnlockOSThread()
-					meds[r], bests[r], errs[r] = benchLoop(context.Background(), a, bc, n, b.N)
+					meds[r], bests[r], errs[r] = benchLoop(context.Background(), a, bcs, n, b.N)
 				})
 			}
 			wg.Wait()

@@ -40,7 +40,7 @@ func testArenaConfig(dir string) arena.Config {
 
 // testTuning switches protocols at small sizes to match testArenaConfig.
 func testTuning() tuning {
-	return tuning{oneShotMax: 2 << 10, sliceBytes: 1 << 10, copyBytes: 3 << 10}
+	return tuning{oneShotMax: 12 << 10, oneShotChunk: 2 << 10, sliceBytes: 1 << 10, copyBytes: 3 << 10}
 }
 
 // world is p ranks' arenas in one process.

@@ -56,16 +56,16 @@ func reduceRoot(ctx context.Context, a *arena.Arena, seq uint64, send, recv []by
 		return err
 	}
 	var err error
-	r := reduction{a: a, dt: dt, op: op, preMul: preMul}
+	r := reduction{a: a, dt: dt, op: op, preMul: preMul, t: t}
 	switch n := len(send); {
 	case a.Size() == 1:
 		local(dt, op, preMul, recv, send)
 	case n <= a.InlineBytes():
 		err = r.oneShotInline(ctx, send, recv, root)
-	case n <= t.oneShotMax:
+	case n <= t.oneShotLimit(a.Size()):
 		err = r.oneShotHalves(ctx, send, recv, root)
 	default:
-		err = r.rsag(ctx, send, recv, root, t.sliceBytes)
+		err = r.rsag(ctx, send, recv, root)
 	}
 	a.End(err)
 	return err

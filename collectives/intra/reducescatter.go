@@ -56,17 +56,17 @@ func reduceScatter(ctx context.Context, a *arena.Arena, seq uint64, send, recv [
 	if a.Size() == 1 {
 		local(dt, op, preMul, recv, send)
 	} else {
-		err = reduction{a: a, dt: dt, op: op, preMul: preMul}.scatter(ctx, send, recv, t.sliceBytes)
+		err = reduction{a: a, dt: dt, op: op, preMul: preMul, t: t}.scatter(ctx, send, recv)
 	}
 	a.End(err)
 	return err
 }
 
 // scatter is the chunk loop of ReduceScatter.
-func (r reduction) scatter(ctx context.Context, send, recv []byte, sliceBytes int) error {
+func (r reduction) scatter(ctx context.Context, send, recv []byte) error {
 	a := r.a
 	me, p, m := a.Index(), a.Size(), len(recv)
-	slot := alignDown(min(sliceBytes, a.HalfBytes()/p), lineBytes)
+	slot := alignDown(min(r.t.sliceBytes, a.HalfBytes()/p), lineBytes)
 	// The own input comes from send, except for PreMulSum (scaled first)
 	// and in place from rank 2 on: reducing into recv overwrites it before
 	// its turn in rank order (ranks 0 and 1 are the first pair, read

@@ -34,11 +34,11 @@ import (
 // epochs k and k+1, and window k of recv is written in epoch k+1, after.
 // root == allRanks copies results out on every rank, else on root only
 // (Reduce).
-func (r reduction) rsag(ctx context.Context, send, recv []byte, root int, sliceBytes int) error {
+func (r reduction) rsag(ctx context.Context, send, recv []byte, root int) error {
 	a := r.a
 	me, p := a.Index(), a.Size()
 	es := r.dt.Size()
-	slot := alignDown(min(sliceBytes, a.HalfBytes()/(p+1)), lineBytes)
+	slot := alignDown(min(r.t.sliceBytes, a.HalfBytes()/(p+1)), lineBytes)
 	w := windows{elems: len(send) / es, es: es, p: p, per: slot / es}
 	res := p * slot // offset of the result slot in a half
 	// PreMulSum reduces scaled inputs: the own one is published too.

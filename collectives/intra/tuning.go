@@ -3,10 +3,14 @@ package intra
 // tuning holds the protocol thresholds and chunk sizes. Measured on a
 // 2-core VM (world 2, float32): see ALGORITHMS.md in this directory.
 type tuning struct {
-	// oneShotMax: AllReduce and Reduce payloads up to this many bytes use
-	// one-shot (every rank publishes all, reduces all) rather than the
-	// reduce-scatter/all-gather pipeline.
+	// oneShotMax: AllReduce and Reduce payloads up to this many bytes, at
+	// p = 2, use one-shot (every rank publishes all, reduces all) rather
+	// than the reduce-scatter/all-gather pipeline; at p ranks the limit is
+	// oneShotMax/(p-1), as one-shot reduces p-1 times as much.
 	oneShotMax int
+	// oneShotChunk: bytes per epoch of one-shot through the data halves
+	// (capped by the half).
+	oneShotChunk int
 	// sliceBytes: bytes of each rank's slice per round of the
 	// reduce-scatter/all-gather pipeline (capped by the data half).
 	sliceBytes int
@@ -17,11 +21,15 @@ type tuning struct {
 
 func defaultTuning() tuning {
 	return tuning{
-		oneShotMax: 64 << 10,
-		sliceBytes: 256 << 10,
-		copyBytes:  1 << 20,
+		oneShotMax:   1 << 20,
+		oneShotChunk: 1 << 20,
+		sliceBytes:   256 << 10,
+		copyBytes:    1 << 20,
 	}
 }
+
+// oneShotLimit is the largest one-shot payload among p ranks.
+func (t tuning) oneShotLimit(p int) int { return t.oneShotMax / max(p-1, 1) }
 
 // alignDown rounds n down to a multiple of to (at least to).
 func alignDown(n, to int) int { return max(n/to*to, to) }

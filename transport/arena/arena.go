@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -32,11 +33,12 @@ type Arena struct {
 	inline  [2][][]byte         // inline payloads by parity
 	halves  [2][][]byte         // data halves by parity
 
-	// op serialises operations and guards epoch, broken and spin.
+	spin time.Duration // how long a wait spins before it yields
+
+	// op serialises operations and guards epoch and broken.
 	op     sync.Mutex
-	epoch  uint64        // last epoch this rank started
-	broken error         // why operations are refused, or nil
-	spin   time.Duration // current spin budget of a wait (see adaptSpin)
+	epoch  uint64 // last epoch this rank started
+	broken error  // why operations are refused, or nil
 
 	// life guards the mappings: operations hold it for reading, Close takes
 	// it for writing before unmapping.
@@ -66,7 +68,7 @@ func Connect(ctx context.Context, rank int, local []int, jobID string, cfg Confi
 		index: index,
 		ranks: slices.Clone(local),
 		segs:  make([]*segment, len(local)),
-		spin:  cfg.SpinTime,
+		spin:  spinBudget(cfg.SpinTime, len(local)),
 	}
 	if err := a.setup(ctx, jobHash(jobID)); err != nil {
 		for _, s := range a.segs {
@@ -78,6 +80,19 @@ func Connect(ctx context.Context, rank int, local []int, jobID string, cfg Confi
 	}
 	a.bindViews()
 	return a, nil
+}
+
+// oversubscribedSpin is the spin budget when the local ranks outnumber the
+// CPUs this process may run on: the peer a rank waits for may then be
+// waiting for its CPU, and spinning only delays it.
+const oversubscribedSpin = time.Microsecond
+
+// spinBudget is how long waits spin among p local ranks.
+func spinBudget(spin time.Duration, p int) time.Duration {
+	if p > runtime.NumCPU() {
+		return min(spin, oversubscribedSpin)
+	}
+	return spin
 }
 
 // checkLocal validates the rank list and returns rank's index in it.

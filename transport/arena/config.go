@@ -18,10 +18,10 @@ type Config struct {
 	// DataBytes is the size of the data area of each rank, split into two
 	// halves by epoch parity (default 8 MiB, rounded up to whole pages).
 	DataBytes int
-	// SpinTime is the longest a waiter polls without yielding the
-	// processor (default 20µs; negative: no spinning). The actual budget
-	// adapts between 0.5µs and SpinTime: it shrinks while peers keep
-	// arriving after it ran out (an oversubscribed host), and grows back.
+	// SpinTime is how long a waiter polls without yielding the processor
+	// (default 20µs; negative: no spinning). When the local ranks
+	// outnumber the CPUs (runtime.NumCPU), waits spin at most 1µs: the
+	// peer being waited for may need this rank's CPU.
 	SpinTime time.Duration
 	// YieldTime is how long a waiter then polls while yielding the
 	// processor between polls, before it sleeps on a futex (default 1ms;

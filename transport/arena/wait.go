@@ -11,19 +11,12 @@ import (
 // looks at the clock, the context and Close.
 const pollsPerCheck = 64
 
-// minSpin is the floor of the adaptive spin budget.
-const minSpin = 500 * time.Nanosecond
-
 // wait blocks until w (a word of local rank j's segment) reaches e. It
-// spins for the current spin budget, then yields the processor between
-// polls until cfg.YieldTime has passed, then sleeps on j's bell, counted in
-// j's waiters so that j's Post wakes it. It fails when ctx ends, the arena
-// is closed, or j is gone (checked every cfg.LivenessInterval once spinning
-// is over).
-//
-// The spin budget adapts (see adaptSpin): on a host with more runnable
-// threads than cores, the peer we spin for may be waiting for our core, and
-// spinning only delays it.
+// spins for the spin budget (see Config.SpinTime), then yields the
+// processor between polls until cfg.SpinTime+cfg.YieldTime have passed,
+// then sleeps on j's bell, counted in j's waiters so that j's Post wakes
+// it. It fails when ctx ends, the arena is closed, or j is gone (checked
+// every cfg.LivenessInterval once spinning is over).
 func (a *Arena) wait(ctx context.Context, j int, w *atomic.Uint64, e uint64) error {
 	start := time.Now()
 	spinEnd := a.spin
@@ -31,7 +24,6 @@ func (a *Arena) wait(ctx context.Context, j int, w *atomic.Uint64, e uint64) err
 	for {
 		for range pollsPerCheck {
 			if w.Load() >= e {
-				a.adaptSpin(true)
 				return nil
 			}
 		}
@@ -42,7 +34,6 @@ func (a *Arena) wait(ctx context.Context, j int, w *atomic.Uint64, e uint64) err
 			break
 		}
 	}
-	a.adaptSpin(false)
 	nextLiveness := time.Duration(0)
 	var stopWake func() bool
 	defer func() {
@@ -120,17 +111,6 @@ func (a *Arena) checkPeer(j int, w *atomic.Uint64, e uint64) error {
 		return nil
 	}
 	return fmt.Errorf("wait at epoch %d: %w", e, &PeerError{Rank: a.ranks[j], Pid: a.segs[j].pid(), Err: ErrPeerGone})
-}
-
-// adaptSpin updates the spin budget after a wait that spinning ended (ok)
-// or did not: it grows back by an eighth towards cfg.SpinTime while spinning
-// pays off, and halves (down to minSpin) when it does not.
-func (a *Arena) adaptSpin(ok bool) {
-	if ok {
-		a.spin = min(a.spin+a.spin/8+minSpin/8, a.cfg.SpinTime)
-	} else {
-		a.spin = max(a.spin/2, min(minSpin, a.cfg.SpinTime))
-	}
 }
 
 // ring bumps a bell and wakes its sleepers.
