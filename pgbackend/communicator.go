@@ -46,6 +46,7 @@ type Communicator struct {
 	// collectives then run in shared memory (collectives/intra).
 	arenas [numStreams]*arena.Arena
 	p2p    *p2pQueues
+	stats  *commStats // bytes on the links per op kind (stats.go)
 
 	mu        sync.Mutex
 	destroyed bool
@@ -61,6 +62,7 @@ func New(ep transport.Endpoint, cfg Config, transports []string) *Communicator {
 		rank: ep.Rank(), size: ep.Size(), cfg: cfg, ep: ep, transports: transports,
 		ctx: ctx, cancel: cancel, reliability: newReliability(cfg),
 	}
+	c.ep, c.stats = countTraffic(ep)
 	c.streams[StreamDefault] = streams.New(fmt.Sprintf("rank%d/default", c.rank), 0)
 	c.streams[StreamHighPriority] = streams.New(fmt.Sprintf("rank%d/high", c.rank), 0)
 	c.p2p = newP2PQueues(c)
@@ -170,7 +172,7 @@ func (c *Communicator) submitCollective(stream int, op opDesc, body func(ctx con
 					return err
 				}
 			}
-			return body(ctx, tag)
+			return body(c.stats.opContext(ctx, op.Kind), tag)
 		})
 	}), nil
 }

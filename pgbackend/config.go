@@ -43,6 +43,9 @@ type Config struct {
 	TraceSize int
 	// TraceDir is where flight-recorder dumps go ("": $TMPDIR/hccl-go-trace).
 	TraceDir string
+	// Compression is the wire format of float32 sum/avg/premul_sum
+	// all_reduces over messages (compress.go).
+	Compression collectives.Compression
 }
 
 // Var documents one configuration variable.
@@ -77,6 +80,11 @@ var Vars = []Var{
 		func(c *Config, v string) error { return setInt(&c.TraceSize, v, 0, 1<<20) }},
 	{"HCCL_GO_TRACE_DIR", "", "Directory of flight-recorder dumps (default: $TMPDIR/hccl-go-trace).",
 		func(c *Config, v string) error { c.TraceDir = v; return nil }},
+	{"HCCL_GO_COMPRESSION", "none", "Wire compression of float32 sum/avg/premul_sum all_reduce over links: `none`, `fp16` (per-chunk power-of-two scaling) or `bf16`; float32 accumulation at every step. Not on the single-host shared-memory arena path.",
+		func(c *Config, v string) (err error) {
+			c.Compression, err = collectives.ParseCompression(v)
+			return err
+		}},
 }
 
 // DefaultConfig is the configuration with every variable at its default.

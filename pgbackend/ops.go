@@ -27,6 +27,9 @@ func (c *Communicator) AllReduce(send, recv []byte, dt reduce.DType, op reduce.O
 		if a := c.arenaFor(stream, o); a != nil {
 			return intra.AllReduce(ctx, a, uint64(tag), send, recv, dt, op, preMul)
 		}
+		if handled, err := c.allReduceCompressed(ctx, tag, send, recv, dt, op, o); handled {
+			return err
+		}
 		return collectives.AllReduce(ctx, c.ep, tag, send, recv, dt, op, o)
 	})
 }

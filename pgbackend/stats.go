@@ -1,0 +1,155 @@
+package pgbackend
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/hccl-go/hccl-go/transport"
+)
+
+// Traffic counters: the payload bytes and messages each communicator puts
+// on its links and takes off them, per kind of op, so that compression
+// ratios are measured rather than computed. They are counted at the
+// transport boundary (a counting Endpoint around the communicator's
+// links); the op kind travels in the op's context. Messages to this rank
+// itself are not counted, nor is the traffic of the shared-memory arena
+// path (single-host collectives work in shared memory without messages).
+
+// OpTraffic is what one kind of op has moved so far.
+type OpTraffic struct {
+	Calls     int64 `json:"calls"`
+	BytesSent int64 `json:"bytes_sent"`
+	BytesRecv int64 `json:"bytes_recv"`
+	MsgsSent  int64 `json:"msgs_sent"`
+	MsgsRecv  int64 `json:"msgs_recv"`
+}
+
+// Stats are a communicator's counters since it was created.
+type Stats struct {
+	Rank        int                  `json:"rank"`
+	Size        int                  `json:"size"`
+	Compression string               `json:"compression"`
+	BytesSent   int64                `json:"bytes_sent"` // over all ops
+	BytesRecv   int64                `json:"bytes_recv"`
+	Ops         map[string]OpTraffic `json:"ops"` // by kind: "allreduce", "sparse_allreduce", "p2p", ...
+}
+
+// trafficCounters are one kind's live counters.
+type trafficCounters struct {
+	calls, bytesSent, bytesRecv, msgsSent, msgsRecv atomic.Int64
+}
+
+// commStats holds the counters of one communicator.
+type commStats struct {
+	mu     sync.RWMutex
+	byKind map[string]*trafficCounters
+}
+
+func newCommStats() *commStats { return &commStats{byKind: map[string]*trafficCounters{}} }
+
+func (s *commStats) kind(k string) *trafficCounters {
+	s.mu.RLock()
+	tc, ok := s.byKind[k]
+	s.mu.RUnlock()
+	if ok {
+		return tc
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if tc, ok = s.byKind[k]; !ok {
+		tc = &trafficCounters{}
+		s.byKind[k] = tc
+	}
+	return tc
+}
+
+type opKindKey struct{}
+
+// opContext counts one call of kind and returns ctx carrying the kind, so
+// that the counting endpoint charges the op's messages to it.
+func (s *commStats) opContext(ctx context.Context, kind string) context.Context {
+	s.kind(kind).calls.Add(1)
+	return context.WithValue(ctx, opKindKey{}, kind)
+}
+
+// kindOf names the op a message belongs to.
+func kindOf(ctx context.Context, tag transport.Tag) string {
+	if k, ok := ctx.Value(opKindKey{}).(string); ok {
+		return k
+	}
+	if tag&transport.P2PTagBit != 0 {
+		return "p2p"
+	}
+	return "other"
+}
+
+func (s *commStats) snapshot() (total OpTraffic, ops map[string]OpTraffic) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	ops = make(map[string]OpTraffic, len(s.byKind))
+	for k, tc := range s.byKind {
+		t := OpTraffic{
+			Calls: tc.calls.Load(), BytesSent: tc.bytesSent.Load(), BytesRecv: tc.bytesRecv.Load(),
+			MsgsSent: tc.msgsSent.Load(), MsgsRecv: tc.msgsRecv.Load(),
+		}
+		ops[k] = t
+		total.BytesSent += t.BytesSent
+		total.BytesRecv += t.BytesRecv
+	}
+	return total, ops
+}
+
+// countingEndpoint counts the payload of every message between distinct
+// ranks that completes without error.
+type countingEndpoint struct {
+	transport.Endpoint
+	stats *commStats
+}
+
+// countTraffic wraps ep so that its messages are counted in a new
+// commStats.
+func countTraffic(ep transport.Endpoint) (transport.Endpoint, *commStats) {
+	s := newCommStats()
+	return &countingEndpoint{Endpoint: ep, stats: s}, s
+}
+
+func (e *countingEndpoint) Send(ctx context.Context, peer int, tag transport.Tag, data []byte) error {
+	err := e.Endpoint.Send(ctx, peer, tag, data)
+	if err == nil && peer != e.Rank() {
+		tc := e.stats.kind(kindOf(ctx, tag))
+		tc.bytesSent.Add(int64(len(data)))
+		tc.msgsSent.Add(1)
+	}
+	return err
+}
+
+func (e *countingEndpoint) Recv(ctx context.Context, peer int, tag transport.Tag, buf []byte) error {
+	err := e.Endpoint.Recv(ctx, peer, tag, buf)
+	if err == nil && peer != e.Rank() {
+		tc := e.stats.kind(kindOf(ctx, tag))
+		tc.bytesRecv.Add(int64(len(buf)))
+		tc.msgsRecv.Add(1)
+	}
+	return err
+}
+
+// Stats returns the communicator's traffic counters.
+func (c *Communicator) Stats() Stats {
+	total, ops := c.stats.snapshot()
+	return Stats{
+		Rank: c.rank, Size: c.size, Compression: string(c.compression()),
+		BytesSent: total.BytesSent, BytesRecv: total.BytesRecv, Ops: ops,
+	}
+}
+
+// StatsJSON is Stats as JSON, with the op kinds in sorted order.
+func (c *Communicator) StatsJSON() string {
+	b, err := json.Marshal(c.Stats())
+	if err != nil {
+		return fmt.Sprintf(`{"error": %q}`, err.Error())
+	}
+	return string(b)
+}
