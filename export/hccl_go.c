@@ -103,6 +103,16 @@ hcclGoResult_t hcclGoCommInfo(hcclGoComm_t comm, char* buf, size_t len) {
   return goCommInfo(comm, buf, len);
 }
 
+hcclGoResult_t hcclGoCommDumpTrace(hcclGoComm_t comm, const char* path) {
+  HCCL_GO_NOT_IN_FORK();
+  return goCommDumpTrace(comm, (char*)path);
+}
+
+hcclGoResult_t hcclGoCommTracePath(hcclGoComm_t comm, char* buf, size_t len) {
+  HCCL_GO_NOT_IN_FORK();
+  return goCommTracePath(comm, buf, len);
+}
+
 hcclGoResult_t hcclGoAllReduce(const void* sendbuff, void* recvbuff, size_t count, hcclGoDataType_t datatype,
                                hcclGoRedOp_t op, double preMulScalar, hcclGoComm_t comm, int stream,
                                hcclGoWork_t* work) {
@@ -216,4 +226,17 @@ hcclGoResult_t hcclGoWorkSetCallback(hcclGoWork_t work, hcclGoCallback_t cb, voi
 hcclGoResult_t hcclGoWorkFree(hcclGoWork_t work) {
   HCCL_GO_NOT_IN_FORK();
   return goWorkFree(work);
+}
+
+hcclGoResult_t hcclGoSparseAllReduce(const int64_t* indices, const void* values, size_t nnz,
+                                     hcclGoDataType_t datatype, void* denseOut, size_t denseCount,
+                                     hcclGoComm_t comm, int stream, hcclGoWork_t* work) {
+  HCCL_GO_NOT_IN_FORK();
+  return goSparseAllReduce((int64_t*)indices, (void*)values, nnz, datatype, denseOut, denseCount, comm, stream,
+                           work);
+}
+
+hcclGoResult_t hcclGoCommStats(hcclGoComm_t comm, char* buf, size_t len) {
+  HCCL_GO_NOT_IN_FORK();
+  return goCommStats(comm, buf, len);
 }

@@ -130,6 +130,18 @@ hcclGoResult_t hcclGoCommUserRank(hcclGoComm_t comm, int* rank);
  * algorithm choices) into buf, NUL-terminated and truncated to len. */
 hcclGoResult_t hcclGoCommInfo(hcclGoComm_t comm, char* buf, size_t len);
 
+/* ---- Flight recorder (HCCL_GO_TRACE_SIZE, HCCL_GO_TRACE_DIR) -----------
+ * Each communicator keeps its last ops (kind, sequence number, sizes, route,
+ * queue/start/end times, state, error) and dumps them as JSON on its first
+ * failure. These dump them on request. */
+
+/* Writes comm's flight recorder as JSON to path (NULL or "": the default
+ * path, see hcclGoCommTracePath), creating its directory. */
+hcclGoResult_t hcclGoCommDumpTrace(hcclGoComm_t comm, const char* path);
+/* Copies the default dump path of comm into buf (NUL-terminated); fails
+ * with hcclGoInvalidArgument when len is too small. */
+hcclGoResult_t hcclGoCommTracePath(hcclGoComm_t comm, char* buf, size_t len);
+
 /* ---- Collectives -------------------------------------------------------
  * Each returns at once with *work set; the op runs on the given stream.
  * sendbuff may equal recvbuff (in place) where the shapes allow it.
@@ -185,6 +197,36 @@ hcclGoResult_t hcclGoSend(const void* sendbuff, size_t count, hcclGoDataType_t d
                           hcclGoComm_t comm, hcclGoWork_t* work);
 hcclGoResult_t hcclGoRecv(void* recvbuff, size_t count, hcclGoDataType_t datatype, int peer, uint32_t tag,
                           hcclGoComm_t comm, hcclGoWork_t* work);
+
+/* ---- Compression and traffic counters ----------------------------------
+ * Wire compression of float32 all_reduce is a communicator option
+ * (compression=none|fp16|bf16 in hcclGoCommInitRank's options, or
+ * HCCL_GO_COMPRESSION); it needs no call. */
+
+/* Sums every rank's sparse contribution into a dense result on every rank.
+ * This rank contributes nnz pairs (indices[j], values[j]) with indices in
+ * [0, denseCount) (repeats add up) and values of datatype hcclGoFloat32,
+ * hcclGoFloat64, hcclGoInt32 or hcclGoInt64. denseOut (denseCount elements,
+ * the same count on every rank) is overwritten with the sum. The ranks
+ * all-gather their lists (indices travel as 4 bytes when denseCount <= 2^31)
+ * and add them in rank order, unless the lists together outweigh the dense
+ * buffer (nnz_total * (index + value bytes) > denseCount * value bytes):
+ * then each rank adds its own pairs into denseOut and the dense buffers are
+ * all-reduced. All ranks end bitwise identical. indices and values may be
+ * NULL when nnz is 0. */
+hcclGoResult_t hcclGoSparseAllReduce(const int64_t* indices, const void* values, size_t nnz,
+                                     hcclGoDataType_t datatype, void* denseOut, size_t denseCount,
+                                     hcclGoComm_t comm, int stream, hcclGoWork_t* work);
+
+/* Writes comm's traffic counters into buf as NUL-terminated JSON:
+ *   {"rank", "size", "compression", "bytes_sent", "bytes_recv",
+ *    "ops": {kind: {"calls", "bytes_sent", "bytes_recv", "msgs_sent", "msgs_recv"}}}
+ * with kind "allreduce", "sparse_allreduce", "broadcast", ..., "p2p": payload
+ * bytes of messages between distinct ranks since the communicator was
+ * created. The single-host shared-memory arena path sends no messages and
+ * counts none. Fails with hcclGoInvalidArgument (buf then holds a truncated
+ * prefix) when len is too small. */
+hcclGoResult_t hcclGoCommStats(hcclGoComm_t comm, char* buf, size_t len);
 
 /* ---- Work ------------------------------------------------------------- */
 
