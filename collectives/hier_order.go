@@ -43,6 +43,9 @@ func OrderedAllReduce(ctx context.Context, ep transport.Endpoint, tag transport.
 	if err := checkEndpoint(ep); err != nil {
 		return wrapOp("allreduce", -1, err)
 	}
+	if len(order) == ep.Size() && isIdentity(order) {
+		return AllReduce(ctx, ep, tag, send, recv, dt, op, o)
+	}
 	v, err := orderedView(ep, order)
 	if err != nil {
 		return wrapOp("allreduce", ep.Rank(), err)
@@ -61,6 +64,9 @@ func OrderedBroadcast(ctx context.Context, ep transport.Endpoint, tag transport.
 	}
 	if err := checkRoot(root, ep.Size()); err != nil {
 		return wrapOp("broadcast", ep.Rank(), err)
+	}
+	if isIdentity(order) {
+		return Broadcast(ctx, ep, tag, send, recv, root, o)
 	}
 	return Broadcast(ctx, v, tag, send, recv, indexOf(order, root), o)
 }

@@ -34,6 +34,16 @@ type Config struct {
 	// ShmCollectives runs collectives of single-host communicators
 	// directly in shared memory (collectives/intra) instead of as messages.
 	ShmCollectives bool
+	// TopoProbe is HCCL_GO_TOPO_PROBE: "auto", "0" or "1"; TopoProbeBudget
+	// the time probing aims at.
+	TopoProbe       string
+	TopoProbeBudget time.Duration
+	// TopoFile is a topology file to load instead of probing, TopoDumpFile
+	// where rank 0 writes the topology learned at init.
+	TopoFile, TopoDumpFile string
+	// TopoRing forces the order of ring and chain algorithms: "rank" or a
+	// permutation such as "0,2,1,3" ("": the topology's ring).
+	TopoRing string
 	// Debug is the log level: "WARN" (default) or "INFO".
 	Debug string
 	// Check compares a fingerprint of every collective across ranks before
@@ -60,7 +70,7 @@ var Vars = []Var{
 		func(c *Config, v string) error { return setMillis(&c.Timeout, v) }},
 	{"HCCL_GO_CONNECT_TIMEOUT_MS", "120000", "Timeout of connection set-up at init in ms.",
 		func(c *Config, v string) error { return setMillis(&c.ConnectTimeout, v) }},
-	{"HCCL_GO_ALGO", "", "Algorithm override: `ring`, `rd`, `hd` (all_reduce), or per op `allreduce=ring,broadcast=tree`.",
+	{"HCCL_GO_ALGO", "", "Algorithm override: `ring`, `rd`, `hd`, `hier` (all_reduce), or per op `allreduce=hier,allgather=ring,broadcast=chain` (`hier` also applies to all_gather, reduce_scatter and broadcast; rings and chains follow the topology's ring).",
 		func(c *Config, v string) error { return parseAlgo(c, v) }},
 	{"HCCL_GO_TRANSPORT", "auto", "`auto` (shared memory within a host, TCP across), `shm`, or `tcp`.",
 		func(c *Config, v string) error { return setEnum(&c.Transport, v, "auto", "shm", "tcp") }},
@@ -72,6 +82,16 @@ var Vars = []Var{
 		func(c *Config, v string) error { return setInt(&c.ChunkBytes, v, 0, 1<<30) }},
 	{"HCCL_GO_SHM_COLLECTIVES", "1", "`1`: when all ranks share one host, collectives work directly in shared memory; `0`: as messages over the shm transport.",
 		func(c *Config, v string) error { return setBool(&c.ShmCollectives, v) }},
+	{"HCCL_GO_TOPO_PROBE", "auto", "Link probing at init: `1` on, `0` off, `auto`: on when the ranks span several hosts and number at most 16.",
+		func(c *Config, v string) error { return setEnum(&c.TopoProbe, v, "auto", "0", "1") }},
+	{"HCCL_GO_TOPO_PROBE_MS", "700", "Time link probing aims at, in ms (4 times this plus 5 s is its hard limit).",
+		func(c *Config, v string) error { return setMillis(&c.TopoProbeBudget, v) }},
+	{"HCCL_GO_TOPO_FILE", "", "Topology file to load instead of probing (the format HCCL_GO_TOPO_DUMP_FILE writes; every rank must load the same).",
+		func(c *Config, v string) error { c.TopoFile = v; return nil }},
+	{"HCCL_GO_TOPO_DUMP_FILE", "", "Where rank 0 writes the topology learned at init (JSON, see topo/README.md).",
+		func(c *Config, v string) error { c.TopoDumpFile = v; return nil }},
+	{"HCCL_GO_TOPO_RING", "", "Order of ring and chain algorithms: empty for the topology's ring, `rank` for rank order, or a permutation such as `0,2,1,3`.",
+		func(c *Config, v string) error { c.TopoRing = v; return nil }},
 	{"HCCL_GO_DEBUG", "WARN", "Log level: `WARN` or `INFO` (logs transports and algorithm choices once).",
 		func(c *Config, v string) error { return setEnum(&c.Debug, strings.ToUpper(v), "WARN", "INFO") }},
 	{"HCCL_GO_CHECK", "auto", "`1`: before each collective the ranks compare its fingerprint (op, sequence number, bytes, dtype, reduce op, root) and fail alike on a mismatch; `0`: no check; `auto`: on when TORCH_DISTRIBUTED_DEBUG=DETAIL.",

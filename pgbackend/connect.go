@@ -60,9 +60,10 @@ type Rendezvous struct {
 	Secret  []byte   // the job's secret for connection handshakes
 }
 
-// Connect builds this rank's communicator: it links to every other rank
-// (consuming the listener) and returns once all links are up.
-func Connect(ctx context.Context, l *tcp.Listener, rv Rendezvous, cfg Config) (*Communicator, error) {
+// connect builds this rank's communicator: it links to every other rank
+// (consuming the listener) and returns once all links are up. Connect
+// (topology.go) calls it, then learns the topology.
+func connect(ctx context.Context, l *tcp.Listener, rv Rendezvous, cfg Config) (*Communicator, error) {
 	size := len(rv.Addrs)
 	if rv.Rank < 0 || rv.Rank >= size {
 		l.Close()

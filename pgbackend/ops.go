@@ -30,7 +30,7 @@ func (c *Communicator) AllReduce(send, recv []byte, dt reduce.DType, op reduce.O
 		if handled, err := c.allReduceCompressed(ctx, tag, send, recv, dt, op, o); handled {
 			return err
 		}
-		return collectives.AllReduce(ctx, c.ep, tag, send, recv, dt, op, o)
+		return c.allReduce(ctx, tag, send, recv, dt, op, o)
 	})
 }
 
@@ -47,7 +47,7 @@ func (c *Communicator) Broadcast(send, recv []byte, root, stream int) (*streams.
 		if a := c.arenaFor(stream, o); a != nil {
 			return intra.Broadcast(ctx, a, uint64(tag), send, recv, root)
 		}
-		return collectives.Broadcast(ctx, c.ep, tag, send, recv, root, o)
+		return c.broadcast(ctx, tag, send, recv, root, o)
 	})
 }
 
@@ -84,7 +84,7 @@ func (c *Communicator) AllGather(send, recv []byte, stream int) (*streams.Work, 
 		if a := c.arenaFor(stream, o); a != nil {
 			return intra.AllGather(ctx, a, uint64(tag), send, recv)
 		}
-		return collectives.AllGather(ctx, c.ep, tag, send, recv, o)
+		return c.allGather(ctx, tag, send, recv, o)
 	})
 }
 
@@ -118,7 +118,7 @@ func (c *Communicator) ReduceScatter(send, recv []byte, dt reduce.DType, op redu
 		if a := c.arenaFor(stream, o); a != nil {
 			return intra.ReduceScatter(ctx, a, uint64(tag), send, recv, dt, op, preMul)
 		}
-		return collectives.ReduceScatter(ctx, c.ep, tag, send, recv, dt, op, o)
+		return c.reduceScatter(ctx, tag, send, recv, dt, op, o)
 	})
 }
 

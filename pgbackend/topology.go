@@ -1,0 +1,315 @@
+package pgbackend
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hccl-go/hccl-go/collectives"
+	"github.com/hccl-go/hccl-go/topo"
+	"github.com/hccl-go/hccl-go/transport"
+	"github.com/hccl-go/hccl-go/transport/sub"
+	"github.com/hccl-go/hccl-go/transport/tcp"
+)
+
+// Topology discovery at communicator init. Every rank ends with the same
+// graph of the communicator's links, the same ring and the same
+// hierarchy, so every rank chooses the same algorithm for each op:
+//
+//  1. Each rank prepares what only it knows: its NUMA node, the topology
+//     file if HCCL_GO_TOPO_FILE names one, the speed of its local reduce
+//     and copy (the cost model's γ), and whether it wants to probe.
+//  2. The ranks all-gather that (topology_exchange.go), and fail together
+//     if one failed or if they loaded different files.
+//  3. The graph comes from the file, else from probing every link
+//     (HCCL_GO_TOPO_PROBE; by default only with several hosts and at most
+//     16 ranks; rows all-gathered), else from the host identities with
+//     nominal link speeds.
+//  4. topo.NewCostModel orders the ring along the fast links and finds the
+//     hierarchy groups (hosts, or clusters of fast links).
+//
+// Without data (one host, no probe, no file) there is no model and the
+// collectives keep their own size thresholds.
+
+// topoSpace is the tag space (transport/sub) of discovery's messages.
+const topoSpace = 256
+
+// Tags of discovery's messages, inside topoSpace.
+const (
+	tagTopoInfo  transport.Tag = 1
+	tagTopoPing  transport.Tag = 2 // and 3: the probe's barriers
+	tagTopoRows  transport.Tag = 4
+	probeMaxAuto               = 16 // HCCL_GO_TOPO_PROBE=auto probes up to this many ranks
+)
+
+// Nominal links of a graph built from host identities alone: shared memory
+// inside a host, a 10 Gbit/s network across.
+const (
+	nominalShmLatency = time.Microsecond
+	nominalShmBW      = 5e9
+	nominalNetLatency = 20 * time.Microsecond
+	nominalNetBW      = 1.25e9
+)
+
+// topology is what a communicator learned of its ranks and links at init.
+type topology struct {
+	source    string // "probe", "file" or "hosts"
+	probeTime time.Duration
+	graph     *topo.Graph
+	model     *topo.CostModel // nil: the collectives choose by size alone
+	ring      []int           // the order ring and chain algorithms follow
+	hier      collectives.Hierarchy
+	log       *infoLog
+}
+
+// TopologyInfo is what a communicator learned of its links at init (zero
+// for one built with New, which skips discovery).
+type TopologyInfo struct {
+	// Source is "probe" (measured at init), "file" (HCCL_GO_TOPO_FILE) or
+	// "hosts" (host identities with nominal link speeds).
+	Source string
+	// ProbeTime is how long probing took (0 without probing).
+	ProbeTime time.Duration
+	Graph     *topo.Graph
+	// Model chooses the algorithms; nil when the collectives choose by
+	// size alone (one host and no measured or loaded data).
+	Model *topo.CostModel
+	// Ring is the order of ring and chain algorithms; Groups the
+	// hierarchy of hierarchical ones (nil: none).
+	Ring   []int
+	Groups [][]int
+}
+
+// Topology describes what the communicator learned of its links at init.
+func (c *Communicator) Topology() TopologyInfo {
+	t := c.topo
+	if t == nil {
+		return TopologyInfo{}
+	}
+	return TopologyInfo{
+		Source: t.source, ProbeTime: t.probeTime, Graph: t.graph, Model: t.model,
+		Ring: slices.Clone(t.ring), Groups: slices.Clone(t.hier.Groups),
+	}
+}
+
+// Connect builds this rank's communicator: it links to every other rank
+// (consuming the listener), learns the topology (discoverTopology), and
+// returns once all of that is done on this rank.
+func Connect(ctx context.Context, l *tcp.Listener, rv Rendezvous, cfg Config) (*Communicator, error) {
+	c, err := connect(ctx, l, rv, cfg)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, cfg.ConnectTimeout)
+	defer cancel()
+	t, err := discoverTopology(ctx, c.ep, rv, cfg)
+	if err != nil {
+		_ = c.Destroy()
+		return nil, fmt.Errorf("init rank %d of %d: topology: %w", rv.Rank, len(rv.Addrs), err)
+	}
+	c.topo = t
+	return c, nil
+}
+
+// discoverTopology runs discovery over ep (before any op uses it).
+func discoverTopology(ctx context.Context, ep transport.Endpoint, rv Rendezvous, cfg Config) (*topology, error) {
+	n, rank := ep.Size(), ep.Rank()
+	hosts := hostIDsOf(rv, n)
+	t := &topology{log: newInfoLog(cfg, rank)}
+	nhosts, _ := topo.GroupHosts(hosts)
+	mine, loaded, prepErr := prepare(cfg, hosts, len(nhosts))
+	var all []rankInfo
+	view, err := sub.New(ep, identity(n), topoSpace)
+	if err != nil {
+		return nil, err
+	}
+	if all, err = exchangeInfo(ctx, view, mine); err != nil {
+		return nil, fmt.Errorf("exchanging rank information: %w", err)
+	}
+	if prepErr != nil {
+		return nil, prepErr
+	}
+	if err := agree(all); err != nil {
+		return nil, err
+	}
+	numa := make([]int, n)
+	for i, a := range all {
+		numa[i] = int(a.numa)
+	}
+
+	switch {
+	case loaded != nil:
+		t.source, t.graph = "file", loaded
+	case allWantProbe(all):
+		start := time.Now()
+		g, err := probeGraph(ctx, view, hosts, numa, cfg)
+		if err != nil {
+			return nil, err
+		}
+		t.source, t.graph, t.probeTime = "probe", g, time.Since(start)
+	default:
+		t.source, t.graph = "hosts", nominalGraph(hosts, numa)
+	}
+	if t.source != "hosts" || len(nhosts) > 1 {
+		params := modelParams(all, cfg)
+		if t.model, err = topo.NewCostModel(t.graph, params); err != nil {
+			return nil, fmt.Errorf("cost model: %w", err)
+		}
+		t.hier.Groups = t.model.Groups()
+		t.ring = t.model.Ring()
+	} else {
+		t.ring = identity(n)
+	}
+	if t.hier.Groups != nil && len(t.hier.Groups) == 0 {
+		t.hier.Groups = nil
+	}
+	if cfg.TopoRing != "" {
+		if t.ring, err = parseRing(cfg.TopoRing, n); err != nil {
+			return nil, fmt.Errorf("HCCL_GO_TOPO_RING=%q: %w", cfg.TopoRing, err)
+		}
+	}
+	if cfg.TopoDumpFile != "" && rank == 0 {
+		if err := t.graph.Save(cfg.TopoDumpFile); err != nil {
+			return nil, fmt.Errorf("HCCL_GO_TOPO_DUMP_FILE: %w", err)
+		}
+	}
+	t.logTopology(rv, cfg, len(nhosts))
+	return t, nil
+}
+
+// hostIDsOf is every rank's host identity; without identities from the
+// rendezvous each rank counts as a host of its own.
+func hostIDsOf(rv Rendezvous, n int) []string {
+	if rv.HostIDs != nil {
+		return rv.HostIDs
+	}
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = "rank-" + strconv.Itoa(i)
+	}
+	return ids
+}
+
+// prepare is step 1: what this rank contributes to the exchange. An error
+// is reported after the exchange, so that every rank fails together.
+func prepare(cfg Config, hosts []string, nhosts int) (rankInfo, *topo.Graph, error) {
+	mine := rankInfo{numa: int32(topo.NUMANode())}
+	var loaded *topo.Graph
+	var err error
+	if cfg.TopoFile != "" {
+		loaded, err = topo.Load(cfg.TopoFile)
+		switch {
+		case err != nil:
+			err = fmt.Errorf("HCCL_GO_TOPO_FILE: %w", err)
+		case loaded.Size() != len(hosts):
+			err = fmt.Errorf("HCCL_GO_TOPO_FILE %s describes %d ranks, the communicator has %d", cfg.TopoFile, loaded.Size(), len(hosts))
+		default:
+			mine.fileSum, err = graphSum(loaded)
+		}
+	}
+	switch cfg.TopoProbe {
+	case "1":
+		mine.wantProbe = true
+	case "auto":
+		mine.wantProbe = nhosts > 1 && len(hosts) <= probeMaxAuto
+	}
+	if cfg.TopoFile != "" {
+		mine.wantProbe = false
+	}
+	if nhosts > 1 || cfg.TopoFile != "" || cfg.TopoProbe == "1" {
+		mine.reduceBW, mine.copyBW = measureLocal()
+	}
+	mine.failed = err != nil
+	return mine, loaded, err
+}
+
+// agree checks that the ranks can go on together.
+func agree(all []rankInfo) error {
+	for i, a := range all {
+		if a.failed {
+			return fmt.Errorf("rank %d failed to prepare its topology (see its error)", i)
+		}
+		if a.fileSum != all[0].fileSum {
+			return fmt.Errorf("ranks 0 and %d disagree on HCCL_GO_TOPO_FILE (unset on one, or files that differ)", i)
+		}
+	}
+	return nil
+}
+
+// allWantProbe: ranks probe only together (their HCCL_GO_TOPO_PROBE may
+// differ; the rest then get the nominal graph).
+func allWantProbe(all []rankInfo) bool {
+	for _, a := range all {
+		if !a.wantProbe {
+			return false
+		}
+	}
+	return true
+}
+
+// nominalGraph is the graph of host identities with nominal link speeds.
+func nominalGraph(hosts []string, numa []int) *topo.Graph {
+	g := topo.NewGraph(len(hosts))
+	for i, h := range hosts {
+		g.SetRank(i, topo.RankInfo{Host: h, NUMA: numa[i]})
+		for j := range i {
+			l := topo.Link{Latency: nominalNetLatency, Bandwidth: nominalNetBW}
+			if hosts[j] == h {
+				l = topo.Link{Latency: nominalShmLatency, Bandwidth: nominalShmBW}
+			}
+			g.SetLink(j, i, l)
+		}
+	}
+	return g
+}
+
+// modelParams are the cost model's local costs: the slowest rank's
+// measured reduce and copy speeds (a ring goes at its slowest member's
+// pace), identical on every rank since they come from the exchange.
+func modelParams(all []rankInfo, cfg Config) topo.Params {
+	var p topo.Params
+	for _, a := range all {
+		if a.reduceBW > 0 && (p.ReduceBandwidth == 0 || a.reduceBW < p.ReduceBandwidth) {
+			p.ReduceBandwidth = a.reduceBW
+		}
+		if a.copyBW > 0 && (p.CopyBandwidth == 0 || a.copyBW < p.CopyBandwidth) {
+			p.CopyBandwidth = a.copyBW
+		}
+	}
+	p.ChunkBytes = cfg.ChunkBytes
+	return p
+}
+
+// parseRing reads HCCL_GO_TOPO_RING: "rank" (rank order) or a permutation
+// such as "0,2,1,3".
+func parseRing(s string, n int) ([]int, error) {
+	if strings.EqualFold(s, "rank") {
+		return identity(n), nil
+	}
+	parts := strings.Split(s, ",")
+	if len(parts) != n {
+		return nil, fmt.Errorf("%d ranks listed, the communicator has %d", len(parts), n)
+	}
+	ring := make([]int, n)
+	seen := make([]bool, n)
+	for i, p := range parts {
+		r, err := strconv.Atoi(strings.TrimSpace(p))
+		if err != nil || r < 0 || r >= n || seen[r] {
+			return nil, fmt.Errorf("%q is not a rank in [0, %d) listed once", p, n)
+		}
+		seen[r] = true
+		ring[i] = r
+	}
+	return ring, nil
+}
+
+func identity(n int) []int {
+	ids := make([]int, n)
+	for i := range ids {
+		ids[i] = i
+	}
+	return ids
+}
