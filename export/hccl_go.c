@@ -103,6 +103,16 @@ hcclGoResult_t hcclGoCommInfo(hcclGoComm_t comm, char* buf, size_t len) {
   return goCommInfo(comm, buf, len);
 }
 
+hcclGoResult_t hcclGoCommDumpTrace(hcclGoComm_t comm, const char* path) {
+  HCCL_GO_NOT_IN_FORK();
+  return goCommDumpTrace(comm, (char*)path);
+}
+
+hcclGoResult_t hcclGoCommTracePath(hcclGoComm_t comm, char* buf, size_t len) {
+  HCCL_GO_NOT_IN_FORK();
+  return goCommTracePath(comm, buf, len);
+}
+
 hcclGoResult_t hcclGoAllReduce(const void* sendbuff, void* recvbuff, size_t count, hcclGoDataType_t datatype,
                                hcclGoRedOp_t op, double preMulScalar, hcclGoComm_t comm, int stream,
                                hcclGoWork_t* work) {

@@ -130,6 +130,18 @@ hcclGoResult_t hcclGoCommUserRank(hcclGoComm_t comm, int* rank);
  * algorithm choices) into buf, NUL-terminated and truncated to len. */
 hcclGoResult_t hcclGoCommInfo(hcclGoComm_t comm, char* buf, size_t len);
 
+/* ---- Flight recorder (HCCL_GO_TRACE_SIZE, HCCL_GO_TRACE_DIR) -----------
+ * Each communicator keeps its last ops (kind, sequence number, sizes, route,
+ * queue/start/end times, state, error) and dumps them as JSON on its first
+ * failure. These dump them on request. */
+
+/* Writes comm's flight recorder as JSON to path (NULL or "": the default
+ * path, see hcclGoCommTracePath), creating its directory. */
+hcclGoResult_t hcclGoCommDumpTrace(hcclGoComm_t comm, const char* path);
+/* Copies the default dump path of comm into buf (NUL-terminated); fails
+ * with hcclGoInvalidArgument when len is too small. */
+hcclGoResult_t hcclGoCommTracePath(hcclGoComm_t comm, char* buf, size_t len);
+
 /* ---- Collectives -------------------------------------------------------
  * Each returns at once with *work set; the op runs on the given stream.
  * sendbuff may equal recvbuff (in place) where the shapes allow it.
