@@ -35,7 +35,7 @@ def host_id() -> str:
     """What identifies this host for shared memory: HCCL_GO_HOST_ID if set,
     else hostname, boot id and the device of /dev/shm (so network namespaces
     or containers with their own /dev/shm count as other hosts)."""
-    override = os.environ.get("HCCL_GO_HOST_ID")
+    override = os.environ.get("HCCL_GO_HOST_ID", "").strip()
     if override:
         return override
     try:
@@ -44,7 +44,8 @@ def host_id() -> str:
     except OSError:
         boot_id = "-"
     try:
-        shm_dev = str(os.stat("/dev/shm").st_dev)
+        st = os.stat("/dev/shm")
+        shm_dev = f"{st.st_dev}:{st.st_ino}"  # as topo.LocalIdentity (Go) writes it
     except OSError:
         shm_dev = "-"
     return f"{socket.gethostname()}/{boot_id}/{shm_dev}"
