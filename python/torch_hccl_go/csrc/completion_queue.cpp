@@ -47,8 +47,12 @@ void CompletionQueue::spawn() {
   }
 }
 
+thread_local HcclGoWork* CompletionQueue::inlineWork_ = nullptr;
+thread_local std::vector<CompletionQueue::Event>* CompletionQueue::inlineEvents_ = nullptr;
+
 void CompletionQueue::watch(const c10::intrusive_ptr<HcclGoWork>& work, hcclGoWork_t handle) {
   work->addPart();
+  work->addHandle(handle);
   auto* ctx = new CallbackContext{shared_from_this(), work};
   // The callback may run at once, on this thread, if the op already ended.
   hcclGoResult_t r = hcclGoWorkSetCallback(handle, &CompletionQueue::onLibraryCompletion, ctx);
@@ -65,10 +69,35 @@ void CompletionQueue::onLibraryCompletion(void* userData, hcclGoWork_t handle, h
                                           const char* msg) noexcept {
   std::unique_ptr<CallbackContext> ctx(static_cast<CallbackContext*>(userData));
   try {
+    if (inlineWork_ != nullptr && ctx->work.get() == inlineWork_) {
+      // The waiter ran the op on this thread: it completes the Work itself
+      // once back from the library (not inside this callback).
+      inlineEvents_->push_back(Event{std::move(ctx->work), handle, status, msg != nullptr ? msg : ""});
+      return;
+    }
     ctx->queue->push(Event{std::move(ctx->work), handle, status, msg != nullptr ? msg : ""});
   } catch (...) {
     // Out of memory on a Go thread: nothing sensible is left to do; the
     // Work will report a timeout from wait().
+  }
+}
+
+void CompletionQueue::driveInline(const c10::intrusive_ptr<HcclGoWork>& work, std::chrono::milliseconds limit) {
+  if (work->handles().empty() || inlineWork_ != nullptr) {
+    return;  // coalesced parents have no ops of their own; no nesting
+  }
+  std::vector<Event> events;
+  inlineWork_ = work.get();
+  inlineEvents_ = &events;
+  for (hcclGoWork_t h : work->handles()) {
+    // Runs the op here if it is next on its stream, else waits for it. A
+    // handle already freed by a completion thread just returns an error.
+    hcclGoWorkWait(h, limit.count());
+  }
+  inlineWork_ = nullptr;
+  inlineEvents_ = nullptr;
+  for (auto& ev : events) {
+    handle(ev);
   }
 }
 

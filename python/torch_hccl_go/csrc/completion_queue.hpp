@@ -34,6 +34,10 @@ class CompletionQueue : public std::enable_shared_from_this<CompletionQueue> {
   // Makes the library work `handle` one part of `work`: when it completes,
   // a completion thread frees the handle and reports the part done.
   void watch(const c10::intrusive_ptr<HcclGoWork>& work, hcclGoWork_t handle);
+  // Lets the calling thread (a waiter) run the Work's ops itself when they
+  // are next in line on their streams, and complete the Work on this thread:
+  // a small op then costs no thread hand-off at all. Waits at most limit.
+  void driveInline(const c10::intrusive_ptr<HcclGoWork>& work, std::chrono::milliseconds limit);
   // Runs work->finish() on a completion thread.
   void postFinish(const c10::intrusive_ptr<HcclGoWork>& work);
 
@@ -73,6 +77,11 @@ class CompletionQueue : public std::enable_shared_from_this<CompletionQueue> {
   void spawn();
   void serve();
   static void handle(Event& ev);
+
+  // Set on a thread inside driveInline: completions of that Work reported
+  // on this very thread are collected here instead of queued.
+  static thread_local HcclGoWork* inlineWork_;
+  static thread_local std::vector<Event>* inlineEvents_;
 
   std::mutex mu_;
   std::condition_variable eventCv_;  // events_ or stop_ changed

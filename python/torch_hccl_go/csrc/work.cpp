@@ -141,8 +141,12 @@ void HcclGoWork::finish() {
 
 bool HcclGoWork::wait(std::chrono::milliseconds timeout) {
   auto limit = clampTimeout(timeout == kNoTimeout ? timeout_ : timeout);
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  if (!isCompleted() && !queue_->onCompletionThread()) {
+    queue_->driveInline(c10::intrusive_ptr<HcclGoWork>::reclaim_copy(this), limit);
+  }
   std::unique_lock<std::mutex> lock(mutex_);
-  if (!cv_.wait_for(lock, limit, [&] { return completed_; })) {
+  if (!cv_.wait_until(lock, deadline, [&] { return completed_; })) {
     C10_THROW_ERROR(DistBackendError, "hccl_go: " + name_ + " (op #" + std::to_string(seq_) +
                                           ") timed out after " + std::to_string(limit.count()) +
                                           " ms in wait(); the op is still running");

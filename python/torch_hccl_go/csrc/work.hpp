@@ -68,6 +68,15 @@ class HcclGoWork : public c10d::Work {
   // Completes the Work and its Future. Runs once.
   void finish();
 
+  // The library handles of this Work's own ops, in issue order (written by
+  // the issuing thread before the Work is returned to the caller).
+  void addHandle(hcclGoWork_t handle) {
+    handles_.push_back(handle);
+  }
+  const std::vector<hcclGoWork_t>& handles() const {
+    return handles_;
+  }
+
   const std::string& name() const {
     return name_;
   }
@@ -96,6 +105,7 @@ class HcclGoWork : public c10d::Work {
   std::vector<std::pair<at::Tensor, at::Tensor>> copyBack_;
   std::deque<std::vector<size_t>> keptCounts_;
   std::vector<at::Tensor> outputs_;
+  std::vector<hcclGoWork_t> handles_;
   // Coalescing links, both dropped by finish() (no cycle outlives it).
   std::vector<c10::intrusive_ptr<HcclGoWork>> children_;
   std::vector<c10::intrusive_ptr<HcclGoWork>> parents_;
