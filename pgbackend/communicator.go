@@ -46,7 +46,7 @@ type Communicator struct {
 	// collectives then run in shared memory (collectives/intra).
 	arenas [numStreams]*arena.Arena
 	p2p    *p2pQueues
-	topo   *topology // learned at init (topology.go); nil when built by New
+	topo   *topology  // learned at init (topology.go); nil when built by New
 	stats  *commStats // bytes on the links per op kind (stats.go)
 
 	mu        sync.Mutex

@@ -13,7 +13,8 @@ import (
 // SparseAllReduce sums every rank's (indices[j], values[j]) pairs into
 // dense (overwritten) on every rank: collectives.SparseAllReduce, whose
 // fill-in rule switches to a dense Sum all_reduce (in the shared-memory
-// arena on single-host communicators). indices index dense's elements of
+// arena on single-host communicators, else the communicator's own
+// algorithm choice). indices index dense's elements of
 // dt (one of collectives.SparseValueTypes); every rank passes the same
 // len(dense). The buffers must stay valid until the Work completes.
 func (c *Communicator) SparseAllReduce(indices []int64, values []byte, dt reduce.DType, dense []byte, stream int) (*streams.Work, error) {
@@ -27,10 +28,11 @@ func (c *Communicator) SparseAllReduce(indices []int64, values []byte, dt reduce
 	desc := reduction("sparse_allreduce", len(dense), dt, reduce.Sum, -1)
 	return c.submitCollective(stream, desc, func(ctx context.Context, tag transport.Tag) error {
 		so := collectives.SparseOptions{Options: o}
-		if a := c.arenaFor(stream, o); a != nil {
-			so.Dense = func(ctx context.Context, buf []byte) error {
+		so.Dense = func(ctx context.Context, buf []byte) error {
+			if a := c.arenaFor(stream, o); a != nil {
 				return intra.AllReduce(ctx, a, uint64(tag), buf, buf, dt, reduce.Sum, 0)
 			}
+			return c.allReduce(ctx, tag, buf, buf, dt, reduce.Sum, o)
 		}
 		_, err := collectives.SparseAllReduce(ctx, c.ep, tag, indices, values, dt, dense, so)
 		return err
