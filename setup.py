@@ -163,5 +163,7 @@ setup(
     cmdclass={"build_py": BuildPy, "build_ext": BuildExt.with_options(use_ninja=True)},
     python_requires=">=3.9",
     install_requires=["torch>=2.6"],
+    extras_require={"bench": ["matplotlib", "tqdm"]},
+    entry_points={"console_scripts": ["hccl-go-bench = torch_hccl_go.bench.cli:main"]},
     zip_safe=False,
 )
