@@ -192,15 +192,15 @@ func (c *Communicator) autoDump(reason string) string {
 	}
 	path, err := c.DumpTrace("", reason)
 	if err != nil {
-		c.logf("flight recorder: %v", err)
+		logf("flight recorder: %v", err)
 		return ""
 	}
-	c.logf("flight recorder of rank %d written to %s (%s)", c.rank, path, reason)
+	logf("flight recorder of rank %d written to %s (%s)", c.rank, path, reason)
 	return " [flight recorder: " + path + "]"
 }
 
-// logf writes one line to stderr: only for what a user must see even when
-// the error itself is lost (where a dump went).
-func (c *Communicator) logf(format string, args ...any) {
+// logf writes one line to stderr, for what a user must see even when no
+// error carries it: where a dump went, a refused connection.
+func logf(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "hccl-go: "+format+"\n", args...)
 }
