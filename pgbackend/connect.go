@@ -86,7 +86,7 @@ func connect(ctx context.Context, l *tcp.Listener, rv Rendezvous, cfg Config) (*
 		Secret:         rv.Secret,
 		StreamsPerPeer: cfg.StreamsPerPeer,
 		ConnectTimeout: cfg.ConnectTimeout,
-		Logf:           logf, // refused strangers and failed links
+		Logf:           tcpLogf, // refused strangers and failed links
 	})
 	if err != nil {
 		return nil, fmt.Errorf("init rank %d of %d: %w%s", rv.Rank, size, err, loopbackHint(rv))

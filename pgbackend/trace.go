@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 )
 
@@ -203,4 +204,15 @@ func (c *Communicator) autoDump(reason string) string {
 // error carries it: where a dump went, a refused connection.
 func logf(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "hccl-go: "+format+"\n", args...)
+}
+
+// tcpLogf receives transport/tcp's lines (refused connections, failed
+// links), which carry their own prefix. A link that ends because its peer
+// said goodbye is an orderly destroy, not news: those lines are dropped.
+func tcpLogf(format string, args ...any) {
+	line := fmt.Sprintf(format, args...)
+	if strings.Contains(line, "peer closed its endpoint") {
+		return
+	}
+	fmt.Fprintln(os.Stderr, line)
 }
