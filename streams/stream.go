@@ -1,138 +1,157 @@
 package streams
 
 import (
+	"context"
 	"errors"
 	"fmt"
-	"runtime/debug"
-	"sync"
+	"slices"
 	"sync/atomic"
+	"time"
 )
 
 // ErrStreamClosed completes work submitted to a closed stream.
 var ErrStreamClosed = errors.New("stream closed")
 
-// DefaultDepth bounds the operations queued on one stream. A submitter that
-// finds the queue full waits (back-pressure) instead of growing memory.
-const DefaultDepth = 1024
-
-// task is one queued operation. Exactly one of the stream's goroutine and a
-// waiter (Work.RunInline) claims it and runs it.
-type task struct {
-	run     func() error
-	work    *Work
-	stream  *Stream
-	index   uint64 // position in the stream: it may run once index tasks are done
-	claimed atomic.Bool
-}
-
-// Stream runs submitted operations one at a time, in order, on its own
-// goroutine.
+// Stream is a FIFO of operations of a Scheduler: they start in submission
+// order, each after the previous one has completed.
 type Stream struct {
-	name  string
-	queue chan *task
+	sched    *Scheduler
+	name     string
+	priority int
+	slots    chan struct{} // a token per queued or running operation: back-pressure
+	drained  chan struct{} // closed once the stream is closed and empty
 
-	mu        sync.Mutex // guards closed and submitted against Submit/Close
-	closed    bool
-	submitted uint64        // tasks submitted so far
-	done      atomic.Uint64 // tasks completed so far, in order
-	exited    chan struct{}
+	// Guarded by sched.mu.
+	queue         []*task // not started yet; queue[0] is next
+	running       *task
+	closed        bool
+	drainedClosed bool
 }
 
-// New starts a stream named name with room for depth queued operations
-// (depth <= 0: DefaultDepth).
+// New returns a stream with a scheduler of its own (no budget): a plain
+// FIFO run on worker goroutines, with room for depth operations (depth <=
+// 0: DefaultDepth).
 func New(name string, depth int) *Stream {
-	if depth <= 0 {
-		depth = DefaultDepth
-	}
-	s := &Stream{name: name, queue: make(chan *task, depth), exited: make(chan struct{})}
-	go s.loop()
-	return s
+	return NewScheduler(name, Config{Depth: depth}).NewStream(name, 0, depth)
 }
 
 // Name is the stream's name.
 func (s *Stream) Name() string { return s.name }
 
-// Submit queues run and returns its Work at once (or, when the queue is full,
-// as soon as there is room). run's error, or a recovered panic, becomes the
-// work's status.
-func (s *Stream) Submit(desc string, run func() error) *Work {
+// Priority is the stream's priority (higher is granted workers first).
+func (s *Stream) Priority() int { return s.priority }
+
+// Depth is the most operations the stream holds, queued and running.
+func (s *Stream) Depth() int { return cap(s.slots) }
+
+// Reservation is room for one operation on a stream (Stream.Reserve). It
+// must be used by Submit or given back by Cancel.
+type Reservation struct {
+	s    *Stream
+	used atomic.Bool
+}
+
+// Reserve waits until the stream has room for one more operation, or ctx
+// ends. Taking the room first lets a caller number an operation (e.g. give
+// it the next sequence number of a collective) only once it is sure to be
+// queued.
+func (s *Stream) Reserve(ctx context.Context) (*Reservation, error) {
+	select {
+	case s.slots <- struct{}{}:
+		return &Reservation{s: s}, nil
+	default:
+	}
+	select {
+	case s.slots <- struct{}{}:
+		return &Reservation{s: s}, nil
+	case <-ctx.Done():
+		return nil, fmt.Errorf("stream %s: waiting for room (%d operations queued): %w",
+			s.sched.describe(s), cap(s.slots), context.Cause(ctx))
+	}
+}
+
+// Submit queues run on the reserved room and returns its Work at once. run
+// starts after the stream's earlier operations and after deps (Works of
+// any stream) have completed; its error, or a recovered panic, becomes the
+// Work's status.
+func (r *Reservation) Submit(desc string, run func() error, deps ...*Work) *Work {
+	if !r.used.CompareAndSwap(false, true) {
+		w := NewWork(desc)
+		w.Complete(fmt.Errorf("%s on stream %s: reservation already used", desc, r.s.name))
+		return w
+	}
+	return r.s.enqueue(desc, run, deps, false)
+}
+
+// Cancel gives unused room back; it does nothing after Submit.
+func (r *Reservation) Cancel() {
+	if r.used.CompareAndSwap(false, true) {
+		<-r.s.slots
+	}
+}
+
+// Submit queues run and returns its Work at once, or, when the stream is
+// full, as soon as it has room (Reserve bounds that wait). run starts after
+// the stream's earlier operations and after deps have completed; its
+// error, or a recovered panic, becomes the Work's status.
+func (s *Stream) Submit(desc string, run func() error, deps ...*Work) *Work {
+	r, _ := s.Reserve(context.Background()) // fails only when its context ends
+	return r.Submit(desc, run, deps...)
+}
+
+// After queues a marker that completes, with other's status, once other
+// (a Work of any stream) has: later operations of s start after it. It is
+// the cross-stream event wait of CUDA/NCCL, and holds no worker while it
+// waits.
+func (s *Stream) After(other *Work) *Work {
+	s.slots <- struct{}{} // room, as Submit waits for it
+	return s.enqueue("wait for "+other.Desc(), other.Err, []*Work{other}, true)
+}
+
+// Record queues a marker that completes (with status nil) once every
+// operation submitted to s before it has completed: an event other streams
+// can wait for (After, or the deps of Submit).
+func (s *Stream) Record(desc string) *Work {
+	s.slots <- struct{}{} // room, as Submit waits for it
+	return s.enqueue("event "+desc, func() error { return nil }, nil, true)
+}
+
+// enqueue adds an operation on room already taken from s.slots.
+func (s *Stream) enqueue(desc string, run func() error, deps []*Work, light bool) *Work {
 	w := NewWork(desc)
-	s.mu.Lock()
+	sch := s.sched
+	sch.mu.Lock()
 	if s.closed {
-		s.mu.Unlock()
+		sch.mu.Unlock()
+		<-s.slots
 		w.Complete(fmt.Errorf("%s on stream %s: %w", desc, s.name, ErrStreamClosed))
 		return w
 	}
-	// Sending while holding mu keeps Close from closing the channel under
-	// us; the loop goroutine never takes mu, so a full queue still drains.
-	t := &task{run: run, work: w, stream: s, index: s.submitted}
-	s.submitted++
+	t := &task{run: run, work: w, stream: s, deps: slices.Clone(deps), light: light, seq: sch.nextSeq}
 	w.task = t
-	s.queue <- t
-	s.mu.Unlock()
+	sch.nextSeq++
+	s.queue = append(s.queue, t)
+	var grants []*task
+	var watch []*Work
+	if s.running == nil && len(s.queue) == 1 { // only a new head changes what is ready
+		grants, watch = sch.dispatchLocked(time.Now())
+	}
+	sch.mu.Unlock()
+	sch.launch(grants, watch)
 	return w
 }
 
-// After queues an operation that waits for other to complete, so later
-// operations on s run after it: the cross-stream event of CUDA/NCCL. It
-// completes with other's status.
-func (s *Stream) After(other *Work) *Work {
-	return s.Submit("wait for "+other.Desc(), func() error {
-		<-other.Done()
-		return other.Err()
-	})
-}
-
 // Close stops accepting work, lets queued work run to completion, and waits
-// for the stream's goroutine to exit. It is idempotent.
+// until it has. Queued work whose dependencies never complete keeps it
+// waiting. It is idempotent.
 func (s *Stream) Close() {
-	s.mu.Lock()
-	if !s.closed {
-		s.closed = true
-		close(s.queue)
+	sch := s.sched
+	sch.mu.Lock()
+	s.closed = true
+	if s.running == nil && len(s.queue) == 0 && !s.drainedClosed {
+		s.drainedClosed = true
+		close(s.drained)
 	}
-	s.mu.Unlock()
-	<-s.exited
-}
-
-func (s *Stream) loop() {
-	defer close(s.exited)
-	for t := range s.queue {
-		if t.claimed.CompareAndSwap(false, true) {
-			t.execute()
-		} else {
-			<-t.work.done // a waiter runs it; the next task must wait for it
-		}
-	}
-}
-
-// execute runs a claimed task and completes its work. done advances before
-// the work completes, so whoever the completion wakes sees the stream's
-// next task as runnable.
-func (t *task) execute() {
-	t.work.markStarted()
-	err := runSafely(t.run)
-	t.stream.done.Add(1)
-	t.work.Complete(err)
-}
-
-// runInline runs the task on the calling goroutine if every earlier task of
-// its stream has completed and nobody has claimed it yet.
-func (t *task) runInline() bool {
-	if t.stream.done.Load() != t.index || !t.claimed.CompareAndSwap(false, true) {
-		return false
-	}
-	t.execute()
-	return true
-}
-
-// runSafely turns a panic into an error: a bug in one operation must fail
-// that operation, not the process that hosts the library.
-func runSafely(run func() error) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("internal error: panic: %v\n%s", r, debug.Stack())
-		}
-	}()
-	return run()
+	sch.mu.Unlock()
+	<-s.drained
 }

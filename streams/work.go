@@ -1,10 +1,3 @@
-// Package streams runs operations asynchronously and in order.
-//
-// A Stream is a FIFO of operations run by one goroutine: operations on one
-// stream run one after another in submission order, operations on different
-// streams may overlap. Every operation yields a Work, which completes exactly
-// once with a status (nil or the operation's error) and runs its completion
-// callbacks then, so callers never need to poll.
 package streams
 
 import (
@@ -97,10 +90,11 @@ func (w *Work) Err() error {
 }
 
 // RunInline runs the work's operation on the calling goroutine when it is
-// next in line on its stream and has not started: a caller that is about to
-// wait anyway saves two thread hand-offs (to the stream's goroutine and
-// back), which dominate the latency of small operations. It reports
-// whether it ran the operation.
+// next in line on its stream, its dependencies are done, a worker is free
+// and no worker has claimed it yet: a caller that is about to wait anyway
+// saves two thread hand-offs (to a worker goroutine and back), which
+// dominate the latency of small operations. It reports whether it ran the
+// operation.
 func (w *Work) RunInline() bool {
 	return w.task != nil && w.task.runInline()
 }

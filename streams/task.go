@@ -1,0 +1,76 @@
+package streams
+
+import (
+	"fmt"
+	"runtime/debug"
+	"sync/atomic"
+	"time"
+)
+
+// task is one queued operation.
+type task struct {
+	run    func() error
+	work   *Work
+	stream *Stream
+	deps   []*Work // Works that must complete before it starts
+	light  bool    // a marker (After, Record): needs no worker budget
+	seq    uint64  // submission order across the scheduler
+
+	// Guarded by the scheduler's mu.
+	readySince time.Time // when it was first found ready (deferral limit)
+	watching   *Work     // the dependency whose completion kicks dispatch
+	granted    bool      // it is its stream's running operation
+
+	// Exactly one of the worker it was granted to and a waiter
+	// (Work.RunInline) claims it and runs it.
+	claimed atomic.Bool
+}
+
+// pendingDep returns a dependency not yet complete, or nil.
+func (t *task) pendingDep() *Work {
+	for _, d := range t.deps {
+		if done, _ := d.Test(); !done {
+			return d
+		}
+	}
+	return nil
+}
+
+// execute runs the operation and returns its status.
+func (t *task) execute() error {
+	t.work.markStarted()
+	return runSafely(t.run)
+}
+
+// runInline runs the task on the calling goroutine if it is, or may now
+// become, its stream's running operation and nobody has claimed it.
+func (t *task) runInline() bool {
+	sch := t.stream.sched
+	sch.mu.Lock()
+	if !t.granted {
+		st := t.stream
+		if st.running != nil || len(st.queue) == 0 || st.queue[0] != t ||
+			t.pendingDep() != nil || !(t.light || sch.hasWorkerLocked()) {
+			sch.mu.Unlock()
+			return false
+		}
+		sch.grantLocked(t)
+	}
+	sch.mu.Unlock()
+	if !t.claimed.CompareAndSwap(false, true) {
+		return false
+	}
+	sch.finish(t, t.execute(), false)
+	return true
+}
+
+// runSafely turns a panic into an error: a bug in one operation must fail
+// that operation, not the process that hosts the library.
+func runSafely(run func() error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("internal error: panic: %v\n%s", r, debug.Stack())
+		}
+	}()
+	return run()
+}
