@@ -185,6 +185,7 @@ const (
 	sizeEnv   = "HCCL_GO_INTRA_TEST_SIZE"
 	itersEnv  = "HCCL_GO_INTRA_TEST_ITERS"
 	tuningEnv = "HCCL_GO_INTRA_BENCH_TUNING"
+	spinEnv   = "HCCL_GO_INTRA_BENCH_SPIN" // arena.Config.SpinTime, e.g. "5us"
 	sizesEnv  = "HCCL_GO_INTRA_BENCH_SIZES"
 )
 
@@ -204,6 +205,16 @@ func helperBench(ctx context.Context, a *arena.Arena) error {
 	}
 	_, _, err = benchLoop(ctx, a, bcs, n, iters)
 	return err
+}
+
+// benchArenaConfig is the default arena configuration in dir, with
+// $HCCL_GO_INTRA_BENCH_SPIN as SpinTime when set.
+func benchArenaConfig(dir string) arena.Config {
+	cfg := arena.Config{Dir: dir}
+	if d, err := time.ParseDuration(os.Getenv(spinEnv)); err == nil {
+		cfg.SpinTime = d
+	}
+	return cfg
 }
 
 // startHelper re-executes the test binary as local rank 1 of a 2-rank
@@ -230,7 +241,7 @@ func benchTwoProcesses(b *testing.B, op string) {
 			cmd := startHelper(b, "bench", job, dir, opEnv+"="+op, sizeEnv+"="+strconv.Itoa(n), itersEnv+"="+strconv.Itoa(iters))
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 			defer cancel()
-			a, err := arena.Connect(ctx, 0, []int{0, 1}, job, arena.Config{Dir: dir})
+			a, err := arena.Connect(ctx, 0, []int{0, 1}, job, benchArenaConfig(dir))
 			require.NoError(b, err)
 			defer a.Close()
 			b.ResetTimer()
@@ -249,7 +260,7 @@ func benchGoroutines(b *testing.B, op string) {
 			bcs, err := benchCases(op, n)
 			require.NoError(b, err)
 			bc := bcs[0]
-			w := newWorld(b, 2, arena.Config{})
+			w := newWorld(b, 2, benchArenaConfig(""))
 			var wg sync.WaitGroup
 			meds, bests, errs := make([]time.Duration, 2), make([]time.Duration, 2), make([]error, 2)
 			b.ResetTimer()

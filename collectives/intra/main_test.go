@@ -36,7 +36,7 @@ func runHelper(role string) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	cfg := arena.Config{Dir: os.Getenv(dirEnv)}
+	cfg := benchArenaConfig(os.Getenv(dirEnv))
 	if role == "spin" {
 		cfg.DataBytes = 1 << 20 // as TestPeerKilledMidOp
 	}

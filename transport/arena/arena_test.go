@@ -240,3 +240,19 @@ func TestStaleSegmentIsReplaced(t *testing.T) {
 	}
 	assert.Empty(t, segmentFiles(t, dir))
 }
+
+func TestLiveSegmentIsNotReplaced(t *testing.T) {
+	dir := shmDir(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	first := make(chan error, 1)
+	go func() {
+		_, err := Connect(ctx, 0, []int{0, 1}, "same-job", testConfig(dir))
+		first <- err // times out: rank 1 never comes
+	}()
+	time.Sleep(20 * time.Millisecond)
+	_, err := Connect(ctx, 0, []int{0, 1}, "same-job", testConfig(dir))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "in use by a live process")
+	assert.ErrorIs(t, <-first, context.DeadlineExceeded, "the first arena was left alone")
+}

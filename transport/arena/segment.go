@@ -49,10 +49,11 @@ type header struct {
 }
 
 // createSegment creates, locks, maps and initialises this rank's segment,
-// removing a stale file of the same name first.
+// removing a stale file of the same name first. A file whose owner is alive
+// (job IDs that are not unique) is an error, never removed.
 func createSegment(path string, h header) (*segment, error) {
-	if err := removeFile(path); err != nil {
-		return nil, fmt.Errorf("remove stale segment %s: %w", path, err)
+	if err := removeStale(path); err != nil {
+		return nil, err
 	}
 	size := h.geom.segmentSize()
 	fd, err := createFile(path, size)
@@ -78,6 +79,29 @@ func createSegment(path string, h header) (*segment, error) {
 	word64(m, hPid).Store(uint64(h.pid))
 	word64(m, hMagic).Store(segMagic) // last: the header is complete
 	return s, nil
+}
+
+// removeStale removes the file at path unless a live arena holds it.
+func removeStale(path string) error {
+	fd, _, err := openFile(path)
+	if errors.Is(err, errNotReady) {
+		return nil // no such file
+	}
+	if err != nil {
+		return err
+	}
+	held, err := lockHeld(fd)
+	_ = closeFile(fd) // read-only use; nothing to flush
+	if err != nil {
+		return err
+	}
+	if held {
+		return fmt.Errorf("segment %s is in use by a live process (is the job ID unique per communicator?)", path)
+	}
+	if err := removeFile(path); err != nil {
+		return fmt.Errorf("remove stale segment %s: %w", path, err)
+	}
+	return nil
 }
 
 // openSegment maps a peer's segment and checks its header against want.
