@@ -19,11 +19,13 @@ import (
 	"github.com/hccl-go/hccl-go/transport/arena"
 )
 
-// Stream indices of a communicator's collective streams.
+// Stream indices of a communicator's collective streams (streams.go).
 const (
 	StreamDefault      = 0
 	StreamHighPriority = 1
-	numStreams         = 2
+	// numStreams is the most streams (HCCL_GO_STREAMS); it sizes the
+	// per-stream arenas and progress records.
+	numStreams = 4
 )
 
 // Communicator is one rank's handle on a group of ranks. Every method is
@@ -40,8 +42,9 @@ type Communicator struct {
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 
-	seq     atomic.Uint64 // collective sequence number, identical across ranks
-	streams [numStreams]*streams.Stream
+	seq     atomic.Uint64      // collective sequence number, identical across ranks
+	sched   *streams.Scheduler // runs the collective streams (streams.go)
+	streams []*streams.Stream
 	// arenas, one per stream, are set when every rank shares this host:
 	// collectives then run in shared memory (collectives/intra).
 	arenas [numStreams]*arena.Arena
@@ -64,8 +67,7 @@ func New(ep transport.Endpoint, cfg Config, transports []string) *Communicator {
 		ctx: ctx, cancel: cancel, reliability: newReliability(cfg),
 	}
 	c.ep, c.stats = countTraffic(ep)
-	c.streams[StreamDefault] = streams.New(fmt.Sprintf("rank%d/default", c.rank), 0)
-	c.streams[StreamHighPriority] = streams.New(fmt.Sprintf("rank%d/high", c.rank), 0)
+	c.newStreams()
 	c.p2p = newP2PQueues(c)
 	return c
 }
@@ -105,9 +107,7 @@ func (c *Communicator) Destroy() error {
 
 	drained := make(chan struct{})
 	go func() {
-		for _, s := range c.streams {
-			s.Close()
-		}
+		c.sched.Close()
 		c.p2p.close()
 		close(drained)
 	}()
@@ -157,8 +157,9 @@ func (c *Communicator) submitCollective(stream int, op opDesc, body func(ctx con
 	if err := c.live(); err != nil {
 		return nil, err
 	}
-	if stream < 0 || stream >= numStreams {
-		return nil, fmt.Errorf("%w: stream %d out of range [0, %d)", ErrInvalidArgument, stream, numStreams)
+	r, err := c.reserve(stream) // back-pressure, before the op takes a sequence number
+	if err != nil {
+		return nil, err
 	}
 	op.Seq, op.Stream, op.Route = c.seq.Inc(), stream, "messages"
 	if c.arenaFor(stream, collectives.Options{Algo: op.Algo}) != nil {
@@ -166,7 +167,7 @@ func (c *Communicator) submitCollective(stream int, op opDesc, body func(ctx con
 	}
 	tag := transport.Tag(op.Seq)
 	id := c.flight.add(op)
-	return c.streams[stream].Submit(op.name(c.rank, c.size), func() error {
+	return r.Submit(op.name(c.rank, c.size), func() error {
 		return c.runOp(id, op, func(ctx context.Context) error {
 			if c.cfg.Check {
 				if err := c.checkCollective(ctx, op); err != nil {

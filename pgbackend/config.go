@@ -56,6 +56,12 @@ type Config struct {
 	// Compression is the wire format of float32 sum/avg/premul_sum
 	// all_reduces over messages (compress.go).
 	Compression collectives.Compression
+	// Streams is the number of collective streams, StreamWorkers the ops
+	// that run at once (0: one per stream), StreamDepth the ops queued per
+	// stream before issuing blocks, StreamDefer the longest wait of a
+	// ready op for a worker (streams.go).
+	Streams, StreamWorkers, StreamDepth int
+	StreamDefer                         time.Duration
 }
 
 // Var documents one configuration variable.
@@ -105,6 +111,14 @@ var Vars = []Var{
 			c.Compression, err = collectives.ParseCompression(v)
 			return err
 		}},
+	{"HCCL_GO_STREAMS", "2", "Collective streams per communicator (2-4): the C API's `stream` argument. Stream 0 is the default, 1 has high priority, the others default priority. Ops of one stream run in order, of different streams concurrently; single-host communicators get a shared-memory arena per stream.",
+		func(c *Config, v string) error { return setInt(&c.Streams, v, 2, numStreams) }},
+	{"HCCL_GO_STREAM_WORKERS", "0", "Collective ops of a communicator that run at once (0: one per stream). When fewer than the busy streams, ready ops start by stream priority (see HCCL_GO_STREAM_DEFER_MS).",
+		func(c *Config, v string) error { return setInt(&c.StreamWorkers, v, 0, 1024) }},
+	{"HCCL_GO_STREAM_DEPTH", "1024", "Ops queued per stream before issuing one blocks (back-pressure, for at most the op timeout).",
+		func(c *Config, v string) error { return setInt(&c.StreamDepth, v, 1, 1<<20) }},
+	{"HCCL_GO_STREAM_DEFER_MS", "5", "Longest wait in ms of a ready op for a worker under HCCL_GO_STREAM_WORKERS; it then starts anyway, since ranks may start ops of different streams in different orders and a strict budget could deadlock.",
+		func(c *Config, v string) error { return setMillis(&c.StreamDefer, v) }},
 }
 
 // DefaultConfig is the configuration with every variable at its default.

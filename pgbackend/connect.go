@@ -117,7 +117,7 @@ func connect(ctx context.Context, l *tcp.Listener, rv Rendezvous, cfg Config) (*
 	}
 	c := New(hybrid.New(rv.Rank, size, routes), cfg, kinds) // closes both endpoints
 	if len(local) == size && cfg.ShmCollectives {
-		for i := range c.arenas {
+		for i := range c.streams { // an arena per stream: each runs one op at a time
 			a, err := arena.Connect(ctx, rv.Rank, local, fmt.Sprintf("%s-s%d", jobID(rv), i), arena.Config{})
 			if err != nil {
 				_ = c.Destroy()

@@ -75,19 +75,51 @@ func (s *Stream) Reserve(ctx context.Context) (*Reservation, error) {
 // any stream) have completed; its error, or a recovered panic, becomes the
 // Work's status.
 func (r *Reservation) Submit(desc string, run func() error, deps ...*Work) *Work {
-	if !r.used.CompareAndSwap(false, true) {
-		w := NewWork(desc)
-		w.Complete(fmt.Errorf("%s on stream %s: reservation already used", desc, r.s.name))
+	if w := r.use(desc); w != nil {
 		return w
 	}
 	return r.s.enqueue(desc, run, deps, false)
 }
 
-// Cancel gives unused room back; it does nothing after Submit.
+// After queues, on the reserved room, a marker that completes with other's
+// status once other (a Work of any stream) has: later operations of the
+// stream start after it. It is the cross-stream event wait of CUDA/NCCL,
+// and holds no worker while it waits.
+func (r *Reservation) After(other *Work) *Work {
+	desc := "wait for " + other.Desc()
+	if w := r.use(desc); w != nil {
+		return w
+	}
+	return r.s.enqueue(desc, other.Err, []*Work{other}, true)
+}
+
+// Record queues, on the reserved room, a marker that completes (with
+// status nil) once every operation submitted to the stream before it has
+// completed: an event other streams can wait for (After, or the deps of
+// Submit).
+func (r *Reservation) Record(desc string) *Work {
+	desc = "event " + desc
+	if w := r.use(desc); w != nil {
+		return w
+	}
+	return r.s.enqueue(desc, func() error { return nil }, nil, true)
+}
+
+// Cancel gives unused room back; it does nothing after it was used.
 func (r *Reservation) Cancel() {
 	if r.used.CompareAndSwap(false, true) {
 		<-r.s.slots
 	}
+}
+
+// use marks the reservation used; a second use gets a failed Work.
+func (r *Reservation) use(desc string) *Work {
+	if r.used.CompareAndSwap(false, true) {
+		return nil
+	}
+	w := NewWork(desc)
+	w.Complete(fmt.Errorf("%s on stream %s: reservation already used", desc, r.s.name))
+	return w
 }
 
 // Submit queues run and returns its Work at once, or, when the stream is
@@ -95,25 +127,19 @@ func (r *Reservation) Cancel() {
 // the stream's earlier operations and after deps have completed; its
 // error, or a recovered panic, becomes the Work's status.
 func (s *Stream) Submit(desc string, run func() error, deps ...*Work) *Work {
-	r, _ := s.Reserve(context.Background()) // fails only when its context ends
-	return r.Submit(desc, run, deps...)
+	return s.reserve().Submit(desc, run, deps...)
 }
 
-// After queues a marker that completes, with other's status, once other
-// (a Work of any stream) has: later operations of s start after it. It is
-// the cross-stream event wait of CUDA/NCCL, and holds no worker while it
-// waits.
-func (s *Stream) After(other *Work) *Work {
-	s.slots <- struct{}{} // room, as Submit waits for it
-	return s.enqueue("wait for "+other.Desc(), other.Err, []*Work{other}, true)
-}
+// After is Reservation.After on room waited for without a deadline.
+func (s *Stream) After(other *Work) *Work { return s.reserve().After(other) }
 
-// Record queues a marker that completes (with status nil) once every
-// operation submitted to s before it has completed: an event other streams
-// can wait for (After, or the deps of Submit).
-func (s *Stream) Record(desc string) *Work {
-	s.slots <- struct{}{} // room, as Submit waits for it
-	return s.enqueue("event "+desc, func() error { return nil }, nil, true)
+// Record is Reservation.Record on room waited for without a deadline.
+func (s *Stream) Record(desc string) *Work { return s.reserve().Record(desc) }
+
+// reserve waits for room without a deadline.
+func (s *Stream) reserve() *Reservation {
+	s.slots <- struct{}{}
+	return &Reservation{s: s}
 }
 
 // enqueue adds an operation on room already taken from s.slots.
