@@ -1,0 +1,413 @@
+"""Reliability and security of the hccl_go backend (issue 8), through torch:
+
+- kill -9 of one rank during a stream of all_reduces at world 4: every survivor's
+  pending and later ops raise an error naming the dead rank and the op, well
+  within timeout + 2 s (HCCL_GO_RELIABILITY_TRIALS trials per route, default 3;
+  the acceptance run uses 20);
+- a rank that sleeps makes the others time out with an error naming the op, the
+  rank not arrived and the time waited; the flight-recorder dumps of all ranks
+  say the same through `python -m torch_hccl_go.trace analyze`;
+- with HCCL_GO_CHECK=1 mismatched collectives fail alike on every rank, naming the
+  fields that differ; without it mismatched sizes never write outside the buffers;
+- strangers (garbage, a wrong job secret) are refused during init while the job
+  connects, and after init the listening port is closed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import os
+import random
+import re
+import signal
+import socket
+import struct
+import tempfile
+import threading
+import time
+from datetime import timedelta
+
+import pytest
+
+from harness import BACKEND
+from reliability_launch import launch, leftover_shm, shm_entries
+
+pytestmark = pytest.mark.skipif(BACKEND != "hccl_go", reason="checks hccl_go specifics")
+
+WORLD = 4
+TRIALS = int(os.environ.get("HCCL_GO_RELIABILITY_TRIALS", "3"))
+OP_TIMEOUT = 10.0  # the process group's timeout in the kill trials
+ROUTES = {"arena": {}, "tcp": {"HCCL_GO_TRANSPORT": "tcp"}}
+
+
+# --- kill -9 -------------------------------------------------------------------
+
+
+def _kill_job(rank, world, workdir, victim, kill_after):
+    """All ranks loop over all_reduces, two in flight; the victim kills itself after
+    kill_after iterations. Survivors report how their ops failed and how long after
+    the kill (the victim writes the time of its kill first)."""
+    import torch
+    import torch.distributed as dist
+
+    pending = []
+    i = 0
+    deadline = time.time() + 60
+    try:
+        while time.time() < deadline:
+            if rank == victim and i == kill_after:
+                with open(os.path.join(workdir, "killed_at"), "w") as f:
+                    f.write(repr(time.time()))
+                os.kill(os.getpid(), signal.SIGKILL)
+            pending.append(dist.all_reduce(torch.ones(1024), async_op=True))
+            if len(pending) == 2:
+                pending.pop(0).wait()
+            i += 1
+        raise AssertionError("the all_reduce loop never failed")
+    except RuntimeError as e:
+        failed_at, first = time.time(), str(e)
+    with open(os.path.join(workdir, "killed_at")) as f:
+        latency = failed_at - float(f.read())
+    # The op still in flight, and any later op, fail too, at once.
+    others = []
+    for w in pending:
+        try:
+            w.wait()
+            others.append("completed")
+        except RuntimeError as e:
+            others.append(str(e))
+    t0 = time.time()
+    try:
+        dist.all_reduce(torch.ones(4))
+        others.append("a later all_reduce succeeded")
+    except RuntimeError as e:
+        others.append(str(e))
+    return {"iters": i, "latency": latency, "first": first, "others": others, "later_s": time.time() - t0}
+
+
+def kill_trial(env: dict, seed: int) -> float:
+    """One trial; asserts what every survivor saw and returns the slowest survivor's
+    time from the kill to its first error (s)."""
+    rng = random.Random(seed)
+    victim, kill_after = rng.randrange(WORLD), rng.randrange(3, 40)
+    shm_before = shm_entries()
+    results, errors, codes = launch(
+        _kill_job, WORLD, args=(victim, kill_after), env=env, op_timeout_s=OP_TIMEOUT, deadline_s=90
+    )
+    assert codes[victim] == -signal.SIGKILL, f"victim rank {victim}: exit code {codes[victim]}: {errors.get(victim)}"
+    assert not errors, f"ranks raised outside the checks: {errors}"
+    survivors = [r for r in range(WORLD) if r != victim]
+    assert sorted(results) == survivors, f"survivors without a result: {sorted(set(survivors) - set(results))} ({codes})"
+    for rank, r in results.items():
+        for m in (r["first"], r["others"][-1]):
+            assert f"rank {victim}" in m, f"rank {rank}: the error does not name dead rank {victim}: {m}"
+            assert "allreduce seq" in m, f"rank {rank}: the error does not name the op: {m}"
+        for m in r["others"][:-1]:
+            assert m == "completed" or f"rank {victim}" in m, f"rank {rank}: a pending op: {m}"
+        assert r["later_s"] < 1.0, f"rank {rank}: a later op took {r['later_s']:.2f} s to fail"
+        assert r["latency"] < OP_TIMEOUT + 2, f"rank {rank}: failed {r['latency']:.1f} s after the kill"
+    leftover = leftover_shm(shm_before)
+    assert not leftover, f"shared-memory files left after kill -9: {leftover}"
+    return max(r["latency"] for r in results.values())
+
+
+@pytest.mark.parametrize("route", list(ROUTES))
+def test_kill9_fails_survivors_fast(route, record_property):
+    """TRIALS trials: a random rank SIGKILLs itself during a stream of all_reduces."""
+    latencies = []
+    with tempfile.TemporaryDirectory() as td:
+        env = dict(ROUTES[route], HCCL_GO_TRACE_DIR=td)
+        for trial in range(TRIALS):
+            latencies.append(kill_trial(env, seed=1000 * trial + len(route)))
+    record_property("trials", TRIALS)
+    record_property("worst_latency_s", round(max(latencies), 3))
+    latencies.sort()
+    print(
+        f"\n{route}: {TRIALS}/{TRIALS} kill -9 trials passed; kill to error on the slowest survivor: "
+        f"median {latencies[len(latencies) // 2] * 1000:.0f} ms, max {latencies[-1] * 1000:.0f} ms"
+    )
+
+
+# --- a rank that stops participating -------------------------------------------
+
+SLEEP_TIMEOUT = 3.0  # the process group's timeout in the sleeper job
+
+
+def _sleeper_job(rank, world, workdir, trace_dir):
+    """Rank 2 sleeps past the others' timeout before its all_reduce."""
+    import torch
+    import torch.distributed as dist
+
+    import torch_hccl_go.trace
+
+    t = torch.ones(8)
+    dist.all_reduce(t)
+    requested = torch_hccl_go.trace.dump_trace(path=os.path.join(trace_dir, f"requested-rank{rank}.json"))
+    if rank == 2:
+        time.sleep(SLEEP_TIMEOUT + 1.5)
+    t0 = time.time()
+    try:
+        # Waits longer than the op timeout: the library fails the op itself at the
+        # timeout, with the explanation (the C++ Work's own wait() limit is exactly the
+        # op timeout today and may win the race with a generic message).
+        dist.all_reduce(torch.ones(8), async_op=True).wait(timeout=timedelta(seconds=SLEEP_TIMEOUT + 5))
+        return {"error": None}
+    except RuntimeError as e:
+        return {"error": str(e), "waited": time.time() - t0, "requested": requested}
+
+
+def test_sleeping_rank_times_out_and_is_named(tmp_path):
+    import json
+
+    from torch_hccl_go import trace
+
+    results, errors, codes = launch(
+        _sleeper_job, WORLD, args=(str(tmp_path),), env={"HCCL_GO_TRACE_DIR": str(tmp_path)},
+        op_timeout_s=SLEEP_TIMEOUT, deadline_s=60,
+    )
+    assert not errors and sorted(results) == list(range(WORLD)), (errors, codes)
+    for rank in (0, 1, 3):
+        msg = results[rank]["error"]
+        assert msg, f"rank {rank}: the all_reduce did not fail"
+        m = re.search(r"allreduce seq (\d+) \(32 bytes\)", msg)
+        assert m, f"rank {rank}: the error does not name the op: {msg}"
+        seq = int(m.group(1))
+        assert "timed out after" in msg, msg
+        assert "waiting for ranks [2]" in msg, msg
+        assert f"rank 2 has not issued it (last issued seq {seq - 1})" in msg, msg
+        assert results[rank]["waited"] < SLEEP_TIMEOUT + 2, f"rank {rank} waited {results[rank]['waited']:.1f} s"
+    # The late rank was told by the others: it fails at once, with their explanation.
+    late = results[2]
+    assert late["error"] and "timed out" in late["error"] and "allreduce seq" in late["error"], late
+    assert late["waited"] < 1.0, f"the late rank waited {late['waited']:.1f} s"
+    # Requested dumps, and the automatic dumps of the failure, one per rank.
+    for rank in range(WORLD):
+        with open(results[rank]["requested"]) as f:
+            dump = json.load(f)
+        assert dump["rank"] == rank and dump["reason"] == "requested" and dump["ops"][-1]["state"] == "done"
+    dumps = trace.load([str(tmp_path)])
+    assert len(dumps) == 1 and sorted(next(iter(dumps.values()))) == list(range(WORLD))
+    report = "\n".join(trace.analyze(next(iter(dumps.values()))))
+    print("\n" + report)
+    assert f"rank 2 has not issued seq {seq} (last issued seq {seq - 1})" in report, report
+
+
+# --- mismatched collectives ------------------------------------------------------
+
+
+def _mismatch_job(rank, world, workdir):
+    import torch
+    import torch.distributed as dist
+
+    def odd(on_rank1, elsewhere):
+        return on_rank1 if rank == 1 else elsewhere
+
+    cases = {
+        "size": lambda: dist.all_reduce(torch.ones(odd(8, 4))),
+        "dtype": lambda: dist.all_reduce(torch.ones(odd(4, 8), dtype=odd(torch.float64, torch.float32))),
+        "op": lambda: dist.broadcast(torch.ones(4), src=0) if rank == 1 else dist.all_reduce(torch.ones(4)),
+        "reduce op": lambda: dist.all_reduce(torch.ones(4), op=odd(dist.ReduceOp.MAX, dist.ReduceOp.SUM)),
+    }
+    out = {}
+    for name, call in cases.items():
+        try:
+            call()
+            out[name] = None
+        except RuntimeError as e:
+            out[name] = str(e)
+        t = torch.ones(3)
+        dist.all_reduce(t)  # still in step
+        assert torch.equal(t, torch.full((3,), float(world))), (name, t)
+    return out
+
+
+def test_mismatch_detected_on_every_rank():
+    results, errors, codes = launch(_mismatch_job, WORLD, env={"HCCL_GO_CHECK": "1"}, op_timeout_s=10, deadline_s=60)
+    assert not errors and sorted(results) == list(range(WORLD)), (errors, codes)
+    want = {
+        "size": "bytes: 16 on ranks [0 2 3], 32 on ranks [1]",
+        "dtype": "dtype: float32 on ranks [0 2 3], float64 on ranks [1]",
+        "op": "op: allreduce on ranks [0 2 3], broadcast on ranks [1]",
+        "reduce op": "reduce op: sum on ranks [0 2 3], max on ranks [1]",
+    }
+    for rank, out in results.items():
+        for case, diff in want.items():
+            assert out[case] and "collective mismatch" in out[case] and diff in out[case], (rank, case, out[case])
+
+
+def _unchecked_mismatch_job(rank, world, workdir, n):
+    """Mismatched sizes without the check: whatever happens, nothing is written
+    outside the buffers (canaries around each rank's tensor)."""
+    import torch
+    import torch.distributed as dist
+
+    size = 2 * n if rank == 1 else n
+    full = torch.full((size + 64,), 7.0)
+    view = full[32 : 32 + size]
+    view.fill_(1.0)
+    try:
+        dist.all_reduce(view)
+        outcome = "no error"
+    except RuntimeError as e:
+        outcome = str(e).splitlines()[0][:300]
+    intact = bool(torch.all(full[:32] == 7.0)) and bool(torch.all(full[32 + size :] == 7.0))
+    return {"canaries_intact": intact, "outcome": outcome}
+
+
+@pytest.mark.parametrize("route", list(ROUTES))
+@pytest.mark.parametrize("n", [16, 65536])
+def test_unchecked_size_mismatch_writes_nothing_outside(route, n, tmp_path):
+    env = dict(ROUTES[route], HCCL_GO_CHECK="0", HCCL_GO_TRACE_DIR=str(tmp_path))
+    results, errors, codes = launch(_unchecked_mismatch_job, WORLD, args=(n,), env=env, op_timeout_s=2, deadline_s=60)
+    assert not errors and sorted(results) == list(range(WORLD)), (errors, codes)
+    for rank, r in results.items():
+        assert r["canaries_intact"], f"rank {rank} wrote outside its buffer: {r}"
+    print(f"\n{route} n={n}: " + "; ".join(f"rank {r}: {v['outcome'][:120]}" for r, v in sorted(results.items())))
+
+
+# --- strangers -----------------------------------------------------------------
+
+
+def _listening_ports(pid: int) -> list[int]:
+    """TCP ports process pid listens on (from /proc; root or the same user)."""
+    inodes = set()
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            link = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        if link.startswith("socket:["):
+            inodes.add(link[8:-1])
+    ports = []
+    with open("/proc/net/tcp") as f:
+        for line in f.readlines()[1:]:
+            fields = line.split()
+            if fields[3] == "0A" and fields[9] in inodes:  # LISTEN
+                ports.append(int(fields[1].split(":")[1], 16))
+    return ports
+
+
+def _wrong_secret_hello(challenge: bytes, claimed_rank: int, size: int) -> bytes:
+    """A well-formed handshake hello (transport/tcp, version 1) proving a wrong secret."""
+    fields = b"HCGT" + struct.pack("<HH", 1, 2) + struct.pack("<IIHHI", claimed_rank, size, 0, 1, 4 << 20) + os.urandom(32)
+    mac = hmac.new(b"not the job secret", b"hccl-go/tcp dial" + challenge[8:] + fields, hashlib.sha256).digest()
+    return fields + mac
+
+
+def _attack(port: int, kind: str, size: int) -> str:
+    """One stranger's attempt on a rank's port; returns how it ended for the stranger.
+    The payload goes out at once, before the acceptor's challenge arrives: during
+    init the rank only starts accepting once every rank has published its address,
+    and the kernel queues both the connection and its bytes until then."""
+    try:
+        s = socket.create_connection(("127.0.0.1", port), timeout=5)
+    except ConnectionRefusedError:
+        return "refused"
+    with s:
+        s.settimeout(30)
+        if kind == "garbage":
+            s.sendall(os.urandom(200))
+        elif kind == "short":
+            s.sendall(b"HCGT")
+            s.shutdown(socket.SHUT_WR)
+        else:
+            s.sendall(_wrong_secret_hello(os.urandom(40), size - 1, size))
+        try:
+            reply = b""
+            while True:
+                chunk = s.recv(256)
+                if not chunk:
+                    break
+                reply += chunk
+        except (ConnectionResetError, socket.timeout) as e:
+            return type(e).__name__ + (" after a challenge" if reply[:4] == b"HCGT" else "")
+        if len(reply) >= 40 + 10 and reply[40:44] == b"HCGT":
+            return f"challenged, then refused with status {struct.unpack('<H', reply[48:50])[0]}"
+        if reply[:4] == b"HCGT":
+            return "challenged, then closed"
+        return "closed"
+
+
+def _security_before_init(rank, world, workdir):
+    """Every rank publishes its pid. The last rank finds the listening ports of the
+    others (which wait for its address before they start connecting) and attacks each
+    three ways in the background, then joins: the attacks are answered during init."""
+    with open(os.path.join(workdir, f"pid{rank}"), "w") as f:
+        f.write(str(os.getpid()))
+    if rank != world - 1:
+        return
+    ports: dict[int, int] = {}
+    deadline = time.time() + 30
+    while len(ports) < world - 1 and time.time() < deadline:
+        for r in range(world - 1):
+            try:
+                with open(os.path.join(workdir, f"pid{r}")) as f:
+                    found = _listening_ports(int(f.read()))
+            except (OSError, ValueError):
+                continue
+            if found:
+                ports[r] = found[0]
+        time.sleep(0.05)
+    outcomes: dict[int, dict[str, str]] = {r: {} for r in ports}
+
+    def attack(r, kind):
+        outcomes[r][kind] = _attack(ports[r], kind, world)
+
+    threads = [threading.Thread(target=attack, args=(r, k)) for r in ports for k in ("garbage", "wrong-secret", "short")]
+    for t in threads:
+        t.start()
+    time.sleep(0.2)  # the connections are queued before this rank publishes its address
+    _SECURITY["ports"], _SECURITY["during_init"], _SECURITY["threads"] = ports, outcomes, threads
+
+
+_SECURITY: dict = {}  # the attacking rank's state between before_init and the job
+
+
+def _security_job(rank, world, workdir):
+    """After init: an all_reduce loop with checked results while the last rank keeps
+    knocking at the ports the others listened on during init."""
+    import torch
+    import torch.distributed as dist
+
+    after: list[str] = []
+    stop = threading.Event()
+    if rank == world - 1:
+        for t in _SECURITY["threads"]:
+            t.join(30)
+
+        def knock():
+            while not stop.is_set():
+                for p in _SECURITY["ports"].values():
+                    after.append(_attack(p, "wrong-secret", world))
+                time.sleep(0.01)
+
+        th = threading.Thread(target=knock, daemon=True)
+        th.start()
+    t = torch.ones(1000)
+    for i in range(200):
+        t.fill_(float(rank + i))
+        dist.all_reduce(t)
+        want = float(sum(range(world)) + world * i)
+        assert torch.all(t == want), f"iteration {i}: {t[0].item()} != {want}"
+    stop.set()
+    if rank == world - 1:
+        th.join(10)
+        return {"ports": _SECURITY["ports"], "during_init": _SECURITY["during_init"], "after_init": sorted(set(after)), "knocks": len(after)}
+    return {}
+
+
+def test_strangers_are_refused_and_the_job_runs():
+    results, errors, codes = launch(
+        _security_job, 3, env={}, op_timeout_s=30, deadline_s=90, before_init=_security_before_init
+    )
+    assert not errors and sorted(results) == [0, 1, 2], (errors, codes)
+    r = results[2]
+    assert sorted(r["ports"]) == [0, 1], r
+    for rank, outcomes in r["during_init"].items():
+        # Closing with unread garbage in the buffer makes the kernel send a reset.
+        assert outcomes["garbage"] in ("challenged, then closed", "ConnectionResetError after a challenge"), (rank, outcomes)
+        assert outcomes["wrong-secret"] == "challenged, then refused with status 2", (rank, outcomes)
+        assert outcomes["short"] == "challenged, then closed", (rank, outcomes)
+    assert r["after_init"] == ["refused"] and r["knocks"] > 0, r
+    print(f"\nduring init: {r['during_init']}; after init: {r['knocks']} knocks, all {r['after_init']}")
