@@ -90,7 +90,7 @@ var Vars = []Var{
 		func(c *Config, v string) error { return setBool(&c.ShmCollectives, v) }},
 	{"HCCL_GO_TOPO_PROBE", "auto", "Link probing at init: `1` on, `0` off, `auto`: on when the ranks span several hosts and number at most 16.",
 		func(c *Config, v string) error { return setEnum(&c.TopoProbe, v, "auto", "0", "1") }},
-	{"HCCL_GO_TOPO_PROBE_MS", "700", "Time link probing aims at, in ms (4 times this plus 5 s is its hard limit).",
+	{"HCCL_GO_TOPO_PROBE_MS", "500", "Time link probing aims at, in ms (4 times this plus 5 s is its hard limit).",
 		func(c *Config, v string) error { return setMillis(&c.TopoProbeBudget, v) }},
 	{"HCCL_GO_TOPO_FILE", "", "Topology file to load instead of probing (the format HCCL_GO_TOPO_DUMP_FILE writes; every rank must load the same).",
 		func(c *Config, v string) error { c.TopoFile = v; return nil }},

@@ -113,3 +113,25 @@ func (t *topology) ringNote(a collectives.Algorithm) string {
 	}
 	return " along ring " + formatInts(t.ring)
 }
+
+// ChooseAlgorithm names the algorithm an op of nbytes (counted as the cost
+// model counts them: see topo.OpAllReduce) takes when it runs as messages:
+// the HCCL_GO_ALGO override, else the cost model's choice, else "auto"
+// (the collectives' size thresholds). op is "allreduce", "allgather",
+// "reducescatter" or "broadcast". A single host's shared-memory arena, when
+// there is one, takes precedence over all of these.
+func (c *Communicator) ChooseAlgorithm(op string, nbytes int) (string, error) {
+	op, err := topo.NormalizeOp(op)
+	if err != nil {
+		return "", err
+	}
+	implemented := map[string][]string{
+		topo.OpAllReduce: allReduceAlgos(), topo.OpAllGather: movementAlgos(),
+		topo.OpReduceScatter: movementAlgos(), topo.OpBroadcast: broadcastAlgos(),
+	}[op]
+	a := c.topo.choose(op, nbytes, c.cfg.AlgoFor(op), implemented)
+	if a == collectives.Auto {
+		return "auto", nil
+	}
+	return string(a), nil
+}
