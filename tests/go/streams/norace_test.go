@@ -1,0 +1,5 @@
+//go:build !race
+
+package streams_test
+
+const raceEnabled = false
