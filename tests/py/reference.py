@@ -134,24 +134,24 @@ def reduce_reference(inputs: list[torch.Tensor], op: str) -> tuple[torch.Tensor,
             acc = torch.div(acc.to(torch.int64), p, rounding_mode="trunc").to(dtype)
         return acc, None
 
-    xs = [x.to(torch.float64) for x in inputs]
+    xs = torch.stack(inputs).to(torch.float64)
     eps = torch.finfo(dtype).eps
     floor = torch.finfo(dtype).smallest_normal * p
     if op == "PREMUL_SUM":
-        xs = [x * PREMUL_FACTOR for x in xs]
+        xs *= PREMUL_FACTOR
     if op in ("SUM", "AVG", "PREMUL_SUM"):
-        total = torch.stack(xs).sum(0)
-        bound = (p + 2) * eps * torch.stack(xs).abs().sum(0) + floor
+        total = xs.sum(0)
+        bound = xs.abs_().sum(0).mul_((p + 2) * eps).add_(floor)
         if op == "AVG":
             return total / p, bound / p
         return total, bound
     if op == "PRODUCT":
-        prod = torch.stack(xs).prod(0)
-        return prod, (p + 2) * eps * prod.abs() + floor
+        prod = xs.prod(0)
+        return prod, prod.abs().mul_((p + 2) * eps).add_(floor)
     if op == "MIN":
-        return torch.stack(xs).min(0).values, torch.zeros(xs[0].shape, dtype=torch.float64)
+        return xs.min(0).values, torch.zeros(xs.shape[1:], dtype=torch.float64)
     if op == "MAX":
-        return torch.stack(xs).max(0).values, torch.zeros(xs[0].shape, dtype=torch.float64)
+        return xs.max(0).values, torch.zeros(xs.shape[1:], dtype=torch.float64)
     raise ValueError(f"no reference for {op} on {dtype}")
 
 
