@@ -10,6 +10,7 @@ import (
 
 	"github.com/hccl-go/hccl-go/collectives"
 	"github.com/hccl-go/hccl-go/transport"
+	"github.com/hccl-go/hccl-go/transport/arena"
 )
 
 // Failure handling. A communicator fails as a whole, as NCCL's does after an
@@ -96,6 +97,8 @@ func (c *Communicator) fail(cause error, notify bool) error {
 	c.cancel(cause)
 	c.failMu.Unlock()
 	if notify && c.mon != nil {
+		// Before the op's error returns (and the caller perhaps exits): the
+		// notice must reach the peers ahead of the link's goodbye.
 		c.mon.notifyAll(reason)
 	}
 	return cause
@@ -115,6 +118,17 @@ func (c *Communicator) runOp(id uint64, op opDesc, body func(ctx context.Context
 	defer cancel()
 	start := time.Now()
 	err := body(ctx)
+	if err != nil && c.ctx.Err() == nil && isLinkError(err) {
+		// A broken link is often the echo of an earlier failure: the peer
+		// failed because a third rank died, told us, and left. Give the
+		// monitor a moment to deliver that cause, which names the culprit.
+		t := time.NewTimer(linkSettle)
+		select {
+		case <-c.ctx.Done():
+		case <-t.C:
+		}
+		t.Stop()
+	}
 	switch {
 	case err == nil:
 		c.flight.end(id, op, nil)
@@ -137,6 +151,17 @@ func (c *Communicator) runOp(id uint64, op opDesc, body func(ctx context.Context
 		return noted
 	}
 	return err
+}
+
+// linkSettle is how long an op whose link to a peer broke waits for the
+// communicator's failure cause before reporting its own error.
+const linkSettle = 200 * time.Millisecond
+
+// isLinkError reports whether err is a peer's link or process failing.
+func isLinkError(err error) bool {
+	var peer *transport.PeerError
+	var arenaPeer *arena.PeerError
+	return errors.As(err, &peer) || errors.As(err, &arenaPeer)
 }
 
 // keepsCommUsable reports errors after which the ranks are still in step:

@@ -174,21 +174,19 @@ func (m *monitor) send(p int, tag transport.Tag, msg *ctlMsg) {
 	_ = m.ep.Send(ctx, p, tag, msg.encode())
 }
 
-// notifyAll tells every peer why this communicator failed, in the
-// background (Destroy waits for it).
+// notifyAll tells every peer, in parallel, why this communicator failed,
+// and returns once every notice is written (or given up after ctlWait).
 func (m *monitor) notifyAll(reason string) {
 	if len(reason) > ctlTextBytes {
 		reason = reason[:ctlTextBytes-3] + "..."
 	}
-	m.wg.Add(1)
-	go func() {
-		defer m.wg.Done()
-		for p := 0; p < m.c.size; p++ {
-			if p != m.c.rank {
-				m.send(p, ctlTag, &ctlMsg{kind: ctlFail, text: reason})
-			}
+	var wg sync.WaitGroup
+	for p := 0; p < m.c.size; p++ {
+		if p != m.c.rank {
+			wg.Go(func() { m.send(p, ctlTag, &ctlMsg{kind: ctlFail, text: reason}) })
 		}
-	}()
+	}
+	wg.Wait()
 }
 
 // sayBye tells every peer that this rank destroys its communicator.
