@@ -30,8 +30,8 @@ import (
 // for p = 2. Only reading send once and writing recv once go to memory; the
 // shared slots (p+1 per half, two halves per rank) stay in cache.
 //
-// In place is safe: window k of send is read (published and reduced) in
-// epochs k and k+1, and window k of recv is written in epoch k+1, after.
+// In place is safe: window k of send is only read in round k (published,
+// then reduced), and window k of recv is written in the next epoch.
 // root == allRanks copies results out on every rank, else on root only
 // (Reduce).
 func (r reduction) rsag(ctx context.Context, send, recv []byte, root int) error {
