@@ -86,6 +86,9 @@ func (c *Communicator) Config() Config { return c.cfg }
 func (c *Communicator) Abort() {
 	c.cancel(ErrAborted)
 	_ = c.ep.Close()
+	if c.mon != nil {
+		_ = c.mon.ep.Close() // the TCP links, when data went through shared memory
+	}
 	for _, a := range c.arenas {
 		if a != nil {
 			_ = a.Close() // wakes waiters in shared memory too
@@ -127,7 +130,7 @@ func (c *Communicator) Destroy() error {
 	}
 	err := c.ep.Close()
 	if c.mon != nil {
-		c.mon.wait()
+		err = errors.Join(err, c.mon.close())
 	}
 	for _, a := range c.arenas {
 		if a != nil {

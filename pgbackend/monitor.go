@@ -198,10 +198,20 @@ func (m *monitor) sayBye() {
 	}
 }
 
-// stop ends the monitor's receives; wait then waits for its goroutines
-// (after the endpoint is closed, which ends sends in flight).
+// stop ends the monitor's receives; close then closes its endpoint (the
+// communicator's own, or the TCP links kept only for watching when every
+// peer shares this host; closing twice is harmless) and waits for the
+// monitor's goroutines.
 func (m *monitor) stop() { m.cancel() }
-func (m *monitor) wait() { m.wg.Wait() }
+
+func (m *monitor) close() error {
+	err := m.ep.Close()
+	m.wg.Wait()
+	if err != nil {
+		return fmt.Errorf("close the TCP links: %w", err)
+	}
+	return nil
+}
 
 // query asks every peer how far it has got; answers missing after ctlWait
 // are nil.
