@@ -240,3 +240,8 @@ hcclGoResult_t hcclGoCommStats(hcclGoComm_t comm, char* buf, size_t len) {
   HCCL_GO_NOT_IN_FORK();
   return goCommStats(comm, buf, len);
 }
+
+hcclGoResult_t hcclGoTopoSimulate(const char* argsJson, char* out, size_t len) {
+  HCCL_GO_NOT_IN_FORK();
+  return goTopoSimulate((char*)argsJson, out, len);
+}

@@ -228,6 +228,22 @@ hcclGoResult_t hcclGoSparseAllReduce(const int64_t* indices, const void* values,
  * prefix) when len is too small. */
 hcclGoResult_t hcclGoCommStats(hcclGoComm_t comm, char* buf, size_t len);
 
+/* ---- Topology simulator ----------------------------------------------- */
+
+/* Predicts every algorithm of one collective with the topology cost model,
+ * on a synthetic cluster or a topology file, without a communicator.
+ * argsJson is an object of `hccl-go-topo simulate` flags (names with - or
+ * _), values as strings in the flags' units or numbers, e.g.
+ *   {"hosts": 1024, "ranks_per_host": 8, "size": "1GiB",
+ *    "inter_bw": "200Gbit", "intra_bw": "100GB"}
+ * (also op, inter_lat, intra_lat, reduce_bw, copy_bw, chunk, topo_file).
+ * Writes the result to out as JSON (NUL-terminated): op, bytes, ranks,
+ * topology, algos [{algo, time_s, algbw_bytes_per_s, busbw_bytes_per_s}],
+ * chosen, table (the text the command prints), elapsed_s. Fails with
+ * hcclGoInvalidArgument for bad arguments or when len is too small (the
+ * last error then says how many bytes are needed). */
+hcclGoResult_t hcclGoTopoSimulate(const char* argsJson, char* out, size_t len);
+
 /* ---- Work ------------------------------------------------------------- */
 
 /* Blocks until work completes or timeoutMs passes (timeoutMs < 0: the

@@ -1,0 +1,109 @@
+"""The topology simulator: the library's cost model over a synthetic cluster
+(or a topology file), through the C ABI (hcclGoTopoSimulate).
+
+    python -m torch_hccl_go.topo simulate --hosts 1024 --ranks-per-host 8 \\
+        --size 1GiB --inter-bw 200Gbit --intra-bw 100GB
+
+prints the predicted time, algbw and busbw of every algorithm and the one
+the library would choose. From Python: ``simulate(hosts=1024,
+ranks_per_host=8, size="1GiB", inter_bw="200Gbit", intra_bw="100GB")``
+returns the same as a dict (see include/hccl_go.h).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import json
+import re
+import sys
+
+# The flags of `hccl-go-topo simulate` (topo/sim_args.go), with their help.
+# Defaults live in the library; a flag left out takes the library's.
+FLAGS = {
+    "op": "collective: allreduce, allgather, reducescatter, broadcast (default allreduce)",
+    "size": "bytes of the whole buffer: B, KiB, MiB, GiB, KB, MB, GB (default 1GiB)",
+    "hosts": "hosts of the synthetic cluster (default 2)",
+    "ranks-per-host": "ranks on each host (default 8)",
+    "inter-bw": "each host's NIC to other hosts, per direction: Gbit, GB, GiB, ... per second (default 200Gbit)",
+    "intra-bw": "a link between two ranks of one host (default 100GB)",
+    "inter-lat": "latency between hosts, a Go duration (default 5us)",
+    "intra-lat": "latency inside a host (default 1us)",
+    "reduce-bw": "bytes per second a rank reduces; 0: free (default 0)",
+    "copy-bw": "bytes per second a rank copies locally; 0: free (default 0)",
+    "chunk": "pipelining chunk of the chain broadcast (default 256KiB)",
+    "topo-file": "a topology file (HCCL_GO_TOPO_DUMP_FILE format) instead of the synthetic cluster",
+}
+
+_lib_handle = None
+
+
+def _lib() -> ctypes.CDLL:
+    global _lib_handle
+    if _lib_handle is None:
+        from . import library_path
+
+        path = library_path()
+        lib = ctypes.CDLL(path)  # already loaded by the extension: the same Go runtime
+        if not hasattr(lib, "hcclGoTopoSimulate"):
+            raise RuntimeError(
+                f"{path} predates hcclGoTopoSimulate: rebuild it (pip install --no-build-isolation -e .)"
+            )
+        lib.hcclGoTopoSimulate.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t]
+        lib.hcclGoTopoSimulate.restype = ctypes.c_int
+        lib.hcclGoGetLastError.argtypes = [ctypes.c_uint64, ctypes.c_char_p, ctypes.c_size_t]
+        lib.hcclGoGetLastError.restype = ctypes.c_int
+        _lib_handle = lib
+    return _lib_handle
+
+
+def _last_error(lib: ctypes.CDLL) -> str:
+    buf = ctypes.create_string_buffer(4096)
+    lib.hcclGoGetLastError(0, buf, len(buf))
+    return buf.value.decode(errors="replace")
+
+
+def simulate(**args) -> dict:
+    """Runs the simulator. Keyword names are the flags with _ for -
+    (hosts, ranks_per_host, size, inter_bw, intra_bw, inter_lat, intra_lat,
+    op, reduce_bw, copy_bw, chunk, topo_file); values are numbers or
+    strings in the flags' units. Raises ValueError for bad arguments."""
+    lib = _lib()
+    request = json.dumps({k: v for k, v in args.items() if v is not None}).encode()
+    size = 1 << 16
+    while True:
+        out = ctypes.create_string_buffer(size)
+        if lib.hcclGoTopoSimulate(request, out, size) == 0:
+            return json.loads(out.value)
+        msg = _last_error(lib)
+        need = re.search(r"need (\d+) bytes", msg)
+        if need and int(need.group(1)) > size:
+            size = int(need.group(1))
+            continue
+        raise ValueError(msg)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m torch_hccl_go.topo", description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    sim = sub.add_parser("simulate", help="predict every algorithm of one collective on a cluster")
+    for name, doc in FLAGS.items():
+        sim.add_argument("--" + name, dest=name.replace("-", "_"), help=doc)
+    sim.add_argument("--json", action="store_true", help="print the whole result as JSON")
+    ns = parser.parse_args(argv)
+    args = {k: v for k, v in vars(ns).items() if k not in ("command", "json") and v is not None}
+    try:
+        result = simulate(**args)
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    if ns.json:
+        print(json.dumps(result, indent=1))
+    else:
+        print(result["table"], end="" if result["table"].endswith("\n") else "\n")
+        print(f"(model evaluated in {result['elapsed_s'] * 1e3:.0f} ms)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,64 @@
+"""The topology simulator from Python: torch_hccl_go.topo.simulate and
+`python -m torch_hccl_go.topo simulate` (through hcclGoTopoSimulate)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+
+import pytest
+
+from harness import BACKEND
+
+pytestmark = pytest.mark.skipif(BACKEND != "hccl_go", reason="the simulator belongs to hccl_go")
+
+ISSUE_ARGS = ["--hosts", "1024", "--ranks-per-host", "8", "--size", "1GiB", "--inter-bw", "200Gbit", "--intra-bw", "100GB"]
+
+
+def test_simulate_api():
+    from torch_hccl_go import topo
+
+    r = topo.simulate(hosts=2, ranks_per_host=2, size="64MiB", inter_bw="1Gbit", intra_bw="5GB")
+    assert r["ranks"] == 4 and r["bytes"] == 64 << 20 and r["op"] == "allreduce"
+    algos = {a["algo"]: a for a in r["algos"]}
+    assert set(algos) == {"ring", "hd", "rd", "hier"}
+    assert r["chosen"] == "hier"
+    # Two hosts at 1 Gbit/s: the hierarchical all_reduce moves 2/3 of a flat
+    # ring's bytes across (the ring crosses each host boundary once).
+    assert algos["ring"]["time_s"] / algos["hier"]["time_s"] > 1.4
+    assert "<- chosen" in r["table"]
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [({"size": "1XB"}, "unknown unit"), ({"hosts": 0}, "hosts"), ({"bogus": 1}, "bogus")],
+)
+def test_simulate_rejects(args, message):
+    from torch_hccl_go import topo
+
+    with pytest.raises(ValueError, match=message):
+        topo.simulate(**args)
+
+
+def test_cli_issue_cluster():
+    """1024 hosts x 8 ranks answers in a few seconds (torch import included)."""
+    start = time.monotonic()
+    out = subprocess.run(
+        [sys.executable, "-m", "torch_hccl_go.topo", "simulate", *ISSUE_ARGS],
+        capture_output=True, text=True, timeout=120, check=True,
+    ).stdout
+    elapsed = time.monotonic() - start
+    assert "over 8192 ranks" in out
+    for algo in ("ring", "hier", "hd", "rd"):
+        assert f"\n{algo} " in out
+    assert "chosen:" in out
+    assert elapsed < 30, f"the simulator took {elapsed:.1f} s"
+
+
+def test_cli_bad_flag():
+    p = subprocess.run(
+        [sys.executable, "-m", "torch_hccl_go.topo", "simulate", "--size", "1XB"],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert p.returncode == 2 and "unknown unit" in p.stderr
