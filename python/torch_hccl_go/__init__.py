@@ -4,7 +4,8 @@
     dist.init_process_group(backend="hccl_go")   # CPU tensors
 
 Public API: Options, library_path(), comm_info(group), get_backend(group),
-__version__. `python -m torch_hccl_go.info` prints the configuration.
+get_stream/set_stream/use_stream (the library stream of a group's
+collectives), __version__. `python -m torch_hccl_go.info` prints the configuration.
 """
 
 import torch  # noqa: F401  (loads libtorch before the extension)
@@ -18,7 +19,17 @@ from . import _C  # noqa: E402  (loads libhccl_go.so, starting the Go runtime)
 from ._creator import register  # noqa: E402
 from .comm import comm_info, get_backend  # noqa: E402
 from .options import Options  # noqa: E402
+from .streams import get_stream, set_stream, use_stream  # noqa: E402
 
 register()
 
-__all__ = ["Options", "__version__", "comm_info", "get_backend", "library_path"]
+__all__ = [
+    "Options",
+    "__version__",
+    "comm_info",
+    "get_backend",
+    "get_stream",
+    "library_path",
+    "set_stream",
+    "use_stream",
+]

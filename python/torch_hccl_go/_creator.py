@@ -9,6 +9,7 @@ import torch.distributed as dist
 from . import _C
 from ._rendezvous import exchange
 from .options import Options
+from .streams import resolve_stream
 
 BACKEND_NAME = "hccl_go"
 
@@ -22,8 +23,9 @@ def create_backend(dist_opts, pg_options) -> _C.HcclGoBackend:
     timeout = opts.effective_timeout(group_timeout)
     options = opts.to_string(group_timeout)
     rank, size = dist_opts.group_rank, dist_opts.group_size
+    stream = resolve_stream(opts.stream)  # checked before the rendezvous
     peers = exchange(dist_opts.store, rank, size, opts.listen_addr or "")
-    return _C.HcclGoBackend(
+    backend = _C.HcclGoBackend(
         rank,
         size,
         peers.listener,
@@ -33,6 +35,8 @@ def create_backend(dist_opts, pg_options) -> _C.HcclGoBackend:
         options,
         int(timeout.total_seconds() * 1000),
     )
+    backend.stream = stream
+    return backend
 
 
 def register() -> None:

@@ -38,6 +38,10 @@ class Options:
     debug: str | None = None
     # "host:port" to listen on; default: chosen by the library.
     listen_addr: str | None = None
+    # Library stream of the group's collectives: "default", "high" (high
+    # priority) or an index below HCCL_GO_STREAMS (HCCL_GO_STREAM; see
+    # torch_hccl_go.streams).
+    stream: str | int | None = None
     # Any other library option, by its key (the variable's name without HCCL_GO_, lower case).
     extra: dict[str, str] = field(default_factory=dict)
 

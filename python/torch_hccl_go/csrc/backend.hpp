@@ -124,6 +124,18 @@ class HcclGoBackend : public c10d::Backend {
     return options_;
   }
 
+  // The library stream collectives are issued on (HCCL_GO_STREAM_DEFAULT,
+  // HCCL_GO_STREAM_HIGH_PRIORITY, or another of the communicator's
+  // HCCL_GO_STREAMS). Point-to-point ops have queues of their own. A change
+  // applies to the calls issued after it; the library rejects a stream the
+  // communicator does not have when an op is issued on it.
+  int stream() const {
+    return stream_.load(std::memory_order_relaxed);
+  }
+  void setStream(int stream) {
+    stream_.store(stream, std::memory_order_relaxed);
+  }
+
  private:
   friend class Issue;
 
@@ -149,6 +161,7 @@ class HcclGoBackend : public c10d::Backend {
   const std::string options_;
   const pid_t pid_;  // the creating process; a forked child must not use or free comm_
   std::atomic<int64_t> timeoutMs_;
+  std::atomic<int> stream_{HCCL_GO_STREAM_DEFAULT};
 
   std::shared_ptr<CompletionQueue> queue_;
 

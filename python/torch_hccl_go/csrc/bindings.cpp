@@ -80,7 +80,9 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
            "hcclGoCommInfo as a JSON string.")
       .def_property_readonly("options_string", &HcclGoBackend::optionsString,
                              "The options string the communicator was created with.")
-      .def_property_readonly("comm_handle", &HcclGoBackend::commHandle, "The hcclGoComm_t handle (for debugging).");
+      .def_property_readonly("comm_handle", &HcclGoBackend::commHandle, "The hcclGoComm_t handle (for debugging).")
+      .def_property("stream", &HcclGoBackend::stream, &HcclGoBackend::setStream,
+                    "The library stream later collectives are issued on (0 default, 1 high priority).");
 
   m.def("listen", &hccl_go::listen, py::arg("bind_addr") = "",
         "hcclGoListen: returns (listener, address peers should dial).");

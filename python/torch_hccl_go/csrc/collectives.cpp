@@ -13,8 +13,6 @@ namespace hccl_go {
 
 namespace {
 
-constexpr int kStream = HCCL_GO_STREAM_DEFAULT;
-
 // Elements of the C API per tensor element (complex: two reals).
 size_t scale(const at::Tensor& t) {
   return t.is_complex() ? 2 : 1;
@@ -108,7 +106,7 @@ c10::intrusive_ptr<c10d::Work> HcclGoBackend::broadcast(std::vector<at::Tensor>&
     Buffer b = bufferOf(is.output(t, /*withData=*/opts.rootRank == rank_));
     const int root = static_cast<int>(opts.rootRank);
     is.call([&](hcclGoWork_t* h) {
-      return hcclGoBroadcast(b.ptr, b.ptr, b.count, b.dtype, root, comm_, kStream, h);
+      return hcclGoBroadcast(b.ptr, b.ptr, b.count, b.dtype, root, comm_, stream(), h);
     });
     work->setOutputs(tensors);
   }
@@ -125,7 +123,7 @@ c10::intrusive_ptr<c10d::Work> HcclGoBackend::allreduce(std::vector<at::Tensor>&
     Issue is(*this, work);
     Buffer b = bufferOf(is.output(t, /*withData=*/true));
     is.call([&](hcclGoWork_t* h) {
-      return hcclGoAllReduce(b.ptr, b.ptr, b.count, b.dtype, red.op, red.preMulScalar, comm_, kStream, h);
+      return hcclGoAllReduce(b.ptr, b.ptr, b.count, b.dtype, red.op, red.preMulScalar, comm_, stream(), h);
     });
     work->setOutputs(tensors);
   }
@@ -148,7 +146,7 @@ c10::intrusive_ptr<c10d::Work> HcclGoBackend::allreduce_coalesced(std::vector<at
       Buffer b = bufferOf(is.output(tensors[i], /*withData=*/true));
       const Reduction& red = reds[i];
       is.call([&](hcclGoWork_t* h) {
-        return hcclGoAllReduce(b.ptr, b.ptr, b.count, b.dtype, red.op, red.preMulScalar, comm_, kStream, h);
+        return hcclGoAllReduce(b.ptr, b.ptr, b.count, b.dtype, red.op, red.preMulScalar, comm_, stream(), h);
       });
     }
     work->setOutputs(tensors);
@@ -171,7 +169,7 @@ c10::intrusive_ptr<c10d::Work> HcclGoBackend::reduce(std::vector<at::Tensor>& te
     Buffer b = bufferOf(isRoot ? is.output(t, /*withData=*/true) : is.input(t));
     void* recv = isRoot ? b.ptr : nullptr;
     is.call([&](hcclGoWork_t* h) {
-      return hcclGoReduce(b.ptr, recv, b.count, b.dtype, red.op, red.preMulScalar, root, comm_, kStream, h);
+      return hcclGoReduce(b.ptr, recv, b.count, b.dtype, red.op, red.preMulScalar, root, comm_, stream(), h);
     });
     work->setOutputs(tensors);
   }
@@ -200,7 +198,7 @@ void HcclGoBackend::issueAllgatherBase(Issue& is, const at::Tensor& output, cons
   }
   Buffer bi = bufferOf(in);
   Buffer bo = bufferOf(out);
-  is.call([&](hcclGoWork_t* h) { return hcclGoAllGather(bi.ptr, bo.ptr, bi.count, bi.dtype, comm_, kStream, h); });
+  is.call([&](hcclGoWork_t* h) { return hcclGoAllGather(bi.ptr, bo.ptr, bi.count, bi.dtype, comm_, stream(), h); });
 }
 
 void HcclGoBackend::checkAllgatherList(const std::vector<at::Tensor>& outputs, const at::Tensor& input,
@@ -228,10 +226,10 @@ void HcclGoBackend::issueAllgatherList(Issue& is, const std::vector<at::Tensor>&
   Buffer bi = bufferOf(in);
   Buffer bo = bufferOf(out);
   if (uniform) {
-    is.call([&](hcclGoWork_t* h) { return hcclGoAllGather(bi.ptr, bo.ptr, bi.count, bi.dtype, comm_, kStream, h); });
+    is.call([&](hcclGoWork_t* h) { return hcclGoAllGather(bi.ptr, bo.ptr, bi.count, bi.dtype, comm_, stream(), h); });
   } else {
     is.call([&](hcclGoWork_t* h) {
-      return hcclGoAllGatherV(bi.ptr, bo.ptr, counts.data(), bi.dtype, comm_, kStream, h);
+      return hcclGoAllGatherV(bi.ptr, bo.ptr, counts.data(), bi.dtype, comm_, stream(), h);
     });
   }
 }
@@ -334,7 +332,7 @@ void HcclGoBackend::issueReduceScatterBase(Issue& is, const at::Tensor& output, 
   Buffer bi = bufferOf(in);
   Buffer bo = bufferOf(out);
   is.call([&](hcclGoWork_t* h) {
-    return hcclGoReduceScatter(bi.ptr, bo.ptr, bo.count, bo.dtype, red.op, red.preMulScalar, comm_, kStream, h);
+    return hcclGoReduceScatter(bi.ptr, bo.ptr, bo.count, bo.dtype, red.op, red.preMulScalar, comm_, stream(), h);
   });
 }
 
@@ -368,12 +366,12 @@ c10::intrusive_ptr<c10d::Work> HcclGoBackend::reduce_scatter(std::vector<at::Ten
     Buffer bo = bufferOf(out);
     if (uniform) {
       is.call([&](hcclGoWork_t* h) {
-        return hcclGoReduceScatter(bi.ptr, bo.ptr, bo.count, bo.dtype, red.op, red.preMulScalar, comm_, kStream, h);
+        return hcclGoReduceScatter(bi.ptr, bo.ptr, bo.count, bo.dtype, red.op, red.preMulScalar, comm_, stream(), h);
       });
     } else {
       is.call([&](hcclGoWork_t* h) {
         return hcclGoReduceScatterV(bi.ptr, bo.ptr, counts.data(), bo.dtype, red.op, red.preMulScalar, comm_,
-                                    kStream, h);
+                                    stream(), h);
       });
     }
     work->setOutputs(outputTensors);
@@ -461,7 +459,7 @@ c10::intrusive_ptr<c10d::Work> HcclGoBackend::alltoall_base(at::Tensor& outputBu
     const bool equal = inputSplitSizes.empty() && outputSplitSizes.empty();
     if (equal) {
       const size_t count = bi.count / size_;
-      is.call([&](hcclGoWork_t* h) { return hcclGoAllToAll(bi.ptr, bo.ptr, count, bi.dtype, comm_, kStream, h); });
+      is.call([&](hcclGoWork_t* h) { return hcclGoAllToAll(bi.ptr, bo.ptr, count, bi.dtype, comm_, stream(), h); });
     } else {
       auto elementCounts = [&](const at::Tensor& t, const std::vector<int64_t>& rows) {
         const int64_t total = std::accumulate(rows.begin(), rows.end(), int64_t{0});
@@ -478,7 +476,7 @@ c10::intrusive_ptr<c10d::Work> HcclGoBackend::alltoall_base(at::Tensor& outputBu
       const auto& recvDispls = work->keepCounts(displacements(recvCounts));
       is.call([&](hcclGoWork_t* h) {
         return hcclGoAllToAllV(bi.ptr, sendCounts.data(), sendDispls.data(), bo.ptr, recvCounts.data(),
-                               recvDispls.data(), bi.dtype, comm_, kStream, h);
+                               recvDispls.data(), bi.dtype, comm_, stream(), h);
       });
     }
     work->setOutputs({outputBuffer});
@@ -510,7 +508,7 @@ c10::intrusive_ptr<c10d::Work> HcclGoBackend::alltoall(std::vector<at::Tensor>& 
     Buffer bo = bufferOf(out);
     is.call([&](hcclGoWork_t* h) {
       return hcclGoAllToAllV(bi.ptr, sendCounts.data(), sendDispls.data(), bo.ptr, recvCounts.data(),
-                             recvDispls.data(), bi.dtype, comm_, kStream, h);
+                             recvDispls.data(), bi.dtype, comm_, stream(), h);
     });
     work->setOutputs(outputTensors);
   }
@@ -551,7 +549,7 @@ c10::intrusive_ptr<c10d::Work> HcclGoBackend::gather(std::vector<std::vector<at:
     }
     Buffer bi = bufferOf(in);
     is.call([&](hcclGoWork_t* h) {
-      return hcclGoGather(bi.ptr, recv, bi.count, bi.dtype, root, comm_, kStream, h);
+      return hcclGoGather(bi.ptr, recv, bi.count, bi.dtype, root, comm_, stream(), h);
     });
   }
   return work;
@@ -591,7 +589,7 @@ c10::intrusive_ptr<c10d::Work> HcclGoBackend::scatter(std::vector<at::Tensor>& o
     }
     Buffer bo = bufferOf(out);
     is.call([&](hcclGoWork_t* h) {
-      return hcclGoScatter(send, bo.ptr, bo.count, bo.dtype, root, comm_, kStream, h);
+      return hcclGoScatter(send, bo.ptr, bo.count, bo.dtype, root, comm_, stream(), h);
     });
     work->setOutputs(outputTensors);
   }
@@ -602,7 +600,7 @@ c10::intrusive_ptr<c10d::Work> HcclGoBackend::barrier(const c10d::BarrierOptions
   auto work = newWork(c10d::OpType::BARRIER, "barrier", {}, opts.timeout);
   {
     Issue is(*this, work);
-    is.call([&](hcclGoWork_t* h) { return hcclGoBarrier(comm_, kStream, h); });
+    is.call([&](hcclGoWork_t* h) { return hcclGoBarrier(comm_, stream(), h); });
   }
   return work;
 }
