@@ -25,7 +25,7 @@ import torch.distributed as dist
 
 from . import _compress_capi as capi
 
-_STREAM_DEFAULT = 0  # HCCL_GO_STREAM_DEFAULT: ordered with the backend's collectives
+_STREAM_DEFAULT = 0  # HCCL_GO_STREAM_DEFAULT, for an extension without per-group streams
 
 
 def sparse_all_reduce(
@@ -64,7 +64,10 @@ def sparse_all_reduce(
     elif out.dtype != values.dtype or out.numel() != size or not out.is_contiguous() or out.device.type != "cpu":
         raise ValueError(f"hccl_go: out must be a contiguous CPU {values.dtype} tensor of {size} elements")
 
-    comm = get_backend(group).comm_handle
+    backend = get_backend(group)
+    comm = backend.comm_handle
+    # The stream the group issues its collectives on: the sparse op queues behind them.
+    stream = getattr(backend, "stream", _STREAM_DEFAULT)
     nnz = indices.numel()
     work = ctypes.c_uint64(0)
     rc = capi.lib().hcclGoSparseAllReduce(
@@ -75,7 +78,7 @@ def sparse_all_reduce(
         out.data_ptr() if size else None,
         size,
         comm,
-        _STREAM_DEFAULT,
+        stream,
         ctypes.byref(work),
     )
     capi.check(comm, rc, "hcclGoSparseAllReduce")
