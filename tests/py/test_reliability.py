@@ -129,6 +129,52 @@ def test_kill9_fails_survivors_fast(route, record_property):
     )
 
 
+# --- abort --------------------------------------------------------------------
+
+
+def _abort_job(rank, world, workdir):
+    """Rank 0 waits on all_reduces nobody joins, from several threads; another
+    thread aborts the process group: every waiter must return at once."""
+    import torch
+    import torch.distributed as dist
+
+    if rank != 0:
+        time.sleep(3)  # never joins; the abort on rank 0 ends its communicator for all
+        return {}
+    works = [dist.all_reduce(torch.ones(4), async_op=True) for _ in range(4)]
+    ended: list[float] = []
+    outcomes: list[str] = []
+
+    def waiter(w):
+        try:
+            w.wait()
+            outcomes.append("completed")
+        except RuntimeError as e:
+            outcomes.append(str(e))
+        ended.append(time.time())
+
+    threads = [threading.Thread(target=waiter, args=(w,)) for w in works]
+    for t in threads:
+        t.start()
+    time.sleep(0.5)
+    aborted_at = time.time()
+    threading.Thread(target=lambda: dist.distributed_c10d._get_default_group().abort()).start()
+    for t in threads:
+        t.join(10)
+    return {"outcomes": outcomes, "slowest_ms": (max(ended) - aborted_at) * 1000 if ended else None}
+
+
+def test_abort_from_another_thread_unblocks_every_waiter():
+    results, errors, codes = launch(_abort_job, 2, op_timeout_s=30, deadline_s=60)
+    assert 0 in results, (errors, codes)
+    r = results[0]
+    assert len(r["outcomes"]) == 4, r
+    for m in r["outcomes"]:
+        assert m != "completed" and "abort" in m.lower(), m
+    assert r["slowest_ms"] < 1000, r
+    print(f"\nabort: 4 waiters ended within {r['slowest_ms']:.1f} ms")
+
+
 # --- a rank that stops participating -------------------------------------------
 
 SLEEP_TIMEOUT = 3.0  # the process group's timeout in the sleeper job
