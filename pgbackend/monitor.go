@@ -291,7 +291,7 @@ func (c *Communicator) stragglers(op opDesc) string {
 		msg += fmt.Sprintf("; ranks %v are in it", in)
 	}
 	if len(done) > 0 {
-		msg += fmt.Sprintf("; ranks %v finished it", done)
+		msg += fmt.Sprintf("; ranks %v have ended it", done)
 	}
 	return msg
 }

@@ -89,6 +89,9 @@ func (c *Communicator) TraceJSON(reason string) []byte {
 		h.Failure = err.Error()
 	}
 	for i, p := range c.flight.streams() {
+		if i > StreamHighPriority && p.started == 0 {
+			continue // an extra stream (HCCL_GO_STREAMS) never used
+		}
 		s := traceStream{Name: streamName(i), LastStarted: p.started, LastEnded: p.ended}
 		if !p.since.IsZero() {
 			s.RunningForMs = millis(now.Sub(p.since))
