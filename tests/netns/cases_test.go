@@ -17,7 +17,8 @@ import (
 // timing checks fail is made again, up to maxAttempts times in all, and
 // every attempt's figures are logged. Checks that do not depend on timing
 // (correct results, the same graph and ring on every rank, a dumped file
-// reloading to the same ring) must hold on every attempt.
+// reloading to the same ring) must hold on every attempt. Under the race
+// detector timing checks are only logged (raceEnabled).
 const maxAttempts = 3
 
 // sortedGroups normalises hierarchy groups for comparison.
@@ -55,6 +56,10 @@ func attempt(t *testing.T, measure func(t *testing.T, dir string) checks) {
 		if len(failed) == 0 {
 			return
 		}
+		if raceEnabled {
+			t.Logf("timing checks not enforced under the race detector:\n  %s", strings.Join(failed, "\n  "))
+			return
+		}
 		if i == maxAttempts {
 			t.Errorf("timing checks failed in %d attempts; the last:\n  %s", i, strings.Join(failed, "\n  "))
 			return
@@ -86,6 +91,9 @@ func TestCaseA(t *testing.T) {
 	// 2-core machine, make timings noisy (see README.md).
 	sizes, iters, timeout := []int{16 << 20}, 3, 2*time.Minute
 	minRank, min0213, tolerance, hierTolerance := 1.05, 1.5, 0.35, 0.35
+	if raceEnabled {
+		sizes, iters = []int{1 << 20}, 1
+	}
 	if full() {
 		sizes, iters, timeout = []int{16 << 20, 32 << 20, 64 << 20}, 3, 10*time.Minute
 		minRank, min0213, tolerance, hierTolerance = 1.3, 1.8, 0.25, 0.2
@@ -181,6 +189,9 @@ func TestCaseB(t *testing.T) {
 		places[i] = placement{NS: fmt.Sprint("n", i), Env: []string{fmt.Sprintf("HCCL_GO_HOST_ID=n%d", i), "HCCL_GO_SOCKET_IFNAME=d0"}}
 	}
 	size, iters, timeout, want := 4<<20, 3, 2*time.Minute, 1.2
+	if raceEnabled {
+		size, iters = 1<<20, 1
+	}
 	if full() {
 		size, iters, timeout, want = 64<<20, 3, 10*time.Minute, 1.4
 	}
