@@ -39,11 +39,14 @@ const topoSpace = 256
 
 // Tags of discovery's messages, inside topoSpace.
 const (
-	tagTopoInfo  transport.Tag = 1
-	tagTopoPing  transport.Tag = 2 // and 3: the probe's barriers
-	tagTopoRows  transport.Tag = 4
-	probeMaxAuto               = 16 // HCCL_GO_TOPO_PROBE=auto probes up to this many ranks
+	tagTopoInfo transport.Tag = 1
+	tagTopoPing transport.Tag = 2 // and 3: the probe's barriers
+	tagTopoRows transport.Tag = 4
 )
+
+// probeMaxAuto is the most ranks HCCL_GO_TOPO_PROBE=auto probes (the probe
+// takes n-1 rounds; beyond this, host identities and nominal links).
+const probeMaxAuto = 16
 
 // Nominal links of a graph built from host identities alone: shared memory
 // inside a host, a 10 Gbit/s network across.
@@ -150,21 +153,27 @@ func discoverTopology(ctx context.Context, ep transport.Endpoint, rv Rendezvous,
 			return nil, err
 		}
 		t.source, t.graph, t.probeTime = "probe", g, time.Since(start)
+	case n > denseMaxRanks && cfg.TopoDumpFile == "":
+		t.source = "hosts" // no n×n graph: the model works on hostLinks
 	default:
 		t.source, t.graph = "hosts", nominalGraph(hosts, numa)
 	}
 	if t.source != "hosts" || len(nhosts) > 1 {
 		params := modelParams(all, cfg)
-		if t.model, err = topo.NewCostModel(t.graph, params); err != nil {
+		if t.graph != nil {
+			t.model, err = topo.NewCostModel(t.graph, params)
+		} else {
+			t.model, err = hostModel(hosts, params)
+		}
+		if err != nil {
 			return nil, fmt.Errorf("cost model: %w", err)
 		}
-		t.hier.Groups = t.model.Groups()
+		if groups := t.model.Groups(); len(groups) > 0 {
+			t.hier.Groups = groups // else nil: no hierarchy
+		}
 		t.ring = t.model.Ring()
 	} else {
 		t.ring = identity(n)
-	}
-	if t.hier.Groups != nil && len(t.hier.Groups) == 0 {
-		t.hier.Groups = nil
 	}
 	if cfg.TopoRing != "" {
 		if t.ring, err = parseRing(cfg.TopoRing, n); err != nil {
@@ -250,6 +259,10 @@ func allWantProbe(all []rankInfo) bool {
 	return true
 }
 
+// denseMaxRanks is the most ranks whose nominal graph (n² links) is built;
+// beyond, the model works on hostLinks, O(n) memory.
+const denseMaxRanks = 256
+
 // nominalGraph is the graph of host identities with nominal link speeds.
 func nominalGraph(hosts []string, numa []int) *topo.Graph {
 	g := topo.NewGraph(len(hosts))
@@ -312,4 +325,42 @@ func identity(n int) []int {
 		ids[i] = i
 	}
 	return ids
+}
+
+// hostLinks is the nominal topology of host identities without an n×n
+// graph, for large communicators: shared memory inside a host, the network
+// across, each host's traffic sharing one NIC.
+type hostLinks struct {
+	hostOf []int
+	hosts  int
+}
+
+func (h hostLinks) Size() int           { return len(h.hostOf) }
+func (h hostLinks) NumHosts() int       { return h.hosts }
+func (h hostLinks) HostOf(rank int) int { return h.hostOf[rank] }
+func (h hostLinks) NIC(int) float64     { return nominalNetBW }
+
+func (h hostLinks) Link(a, b int) topo.Link {
+	if h.hostOf[a] == h.hostOf[b] {
+		return topo.Link{Latency: nominalShmLatency, Bandwidth: nominalShmBW}
+	}
+	return topo.Link{Latency: nominalNetLatency, Bandwidth: nominalNetBW}
+}
+
+// hostModel models hostLinks: the ring visits host after host (crossing
+// each host boundary once), and the hosts are the hierarchy when they
+// have equal numbers of ranks.
+func hostModel(ids []string, p topo.Params) (*topo.CostModel, error) {
+	hosts, hostOf := topo.GroupHosts(ids)
+	ring := make([]int, 0, len(ids))
+	equal := len(hosts) > 1
+	for _, h := range hosts {
+		ring = append(ring, h...)
+		equal = equal && len(h) == len(hosts[0]) && len(h) > 1
+	}
+	var groups [][]int
+	if equal {
+		groups = hosts
+	}
+	return topo.NewCostModelWith(hostLinks{hostOf: hostOf, hosts: len(hosts)}, ring, groups, p)
 }

@@ -58,7 +58,6 @@ func (t *topology) logTopology(rv Rendezvous, cfg Config, nhosts int) {
 	if !t.log.enabled() {
 		return
 	}
-	g := t.graph
 	src := t.source
 	switch t.source {
 	case "probe":
@@ -68,12 +67,13 @@ func (t *topology) logTopology(rv Rendezvous, cfg Config, nhosts int) {
 	case "hosts":
 		src = "host identities, nominal links"
 	}
-	numa := make([]int, g.Size())
-	for i := range numa {
-		numa[i] = g.Rank(i).NUMA
-	}
-	t.log.printf("topology from %s: %d ranks on %d hosts, NUMA nodes %s; this rank listens on %s", src, g.Size(), nhosts, formatInts(numa), listenInterface(rv))
-	if g.Size() <= 16 && g.Size() > 1 {
+	t.log.printf("topology from %s: %d ranks on %d hosts; this rank listens on %s", src, len(t.ring), nhosts, listenInterface(rv))
+	if g := t.graph; g != nil && g.Size() <= 16 && g.Size() > 1 {
+		numa := make([]int, g.Size())
+		for i := range numa {
+			numa[i] = g.Rank(i).NUMA
+		}
+		t.log.printf("NUMA nodes %s", formatInts(numa))
 		for i := range g.Size() {
 			var b strings.Builder
 			for j := range g.Size() {

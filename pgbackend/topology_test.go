@@ -316,3 +316,30 @@ func TestChooseLogsOnce(t *testing.T) {
 	assert.Equal(t, collectives.Algorithm("ring"), none.choose(topo.OpAllReduce, 8, "ring", allReduceAlgos()))
 	assert.Equal(t, []int{0, 1, 2}, none.ringOrder(3))
 }
+
+// TestHostModel: large communicators get a model without an n×n graph;
+// its ring visits host after host and its groups are the hosts.
+func TestHostModel(t *testing.T) {
+	ids := make([]string, 300)
+	for i := range ids {
+		ids[i] = fmt.Sprint("host", i%3) // interleaved: rank order crosses hosts at every step
+	}
+	m, err := hostModel(ids, topo.Params{})
+	require.NoError(t, err)
+	ring := m.Ring()
+	crossings := 0
+	for i, r := range ring {
+		if ids[r] != ids[ring[(i+1)%len(ring)]] {
+			crossings++
+		}
+	}
+	assert.Equal(t, 3, crossings)
+	require.Len(t, m.Groups(), 3)
+	algo, _, _, err := m.Choose(topo.OpAllReduce, 1<<30)
+	require.NoError(t, err)
+	assert.Contains(t, []string{"ring", "hier"}, algo)
+
+	uneven, err := hostModel([]string{"a", "a", "b"}, topo.Params{})
+	require.NoError(t, err)
+	assert.Empty(t, uneven.Groups(), "hosts of unequal sizes are no hierarchy")
+}
