@@ -21,6 +21,8 @@ type actionPipeline struct {
 	tag  transport.Tag
 	name string
 
+	// window: send i waits for receive i-window too (0: no limit).
+	window       int
 	sends, recvs []pipeItem
 }
 
@@ -33,16 +35,27 @@ type pipeItem struct {
 	action func()
 }
 
-// compressWindow bounds how many chunks a sender runs ahead of its own
-// receives (as ringWindow does for the uncompressed ring).
-const compressWindow = 4
+// compressWindowBytes bounds how far, in wire bytes, a sender runs ahead
+// of its own receives (as ringWindow does for the uncompressed ring): what
+// the receiving peer may have to buffer. It is large enough that a link of
+// 1 Gbit/s stays busy through a 30 ms stall of the receiving goroutine
+// (decoding takes CPU; on a loaded host a goroutine waits for it), and at
+// least 4 chunks.
+const compressWindowBytes = 4 << 20
+
+// compressWindow is the send window in chunks of chunkBytes wire bytes.
+func compressWindow(chunkBytes int) int {
+	return max(4, compressWindowBytes/max(chunkBytes, 1))
+}
 
 // compressConcurrentBytes is the schedule size (bytes received) from which
 // the two queues run in their own goroutines.
 const compressConcurrentBytes = 32 << 10
 
 func (pl *actionPipeline) addSend(it pipeItem) {
-	it.after = max(it.after, len(pl.sends)-compressWindow)
+	if pl.window > 0 {
+		it.after = max(it.after, len(pl.sends)-pl.window)
+	}
 	pl.sends = append(pl.sends, it)
 }
 

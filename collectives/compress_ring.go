@@ -62,7 +62,7 @@ func compressedRing(ctx context.Context, ep transport.Endpoint, tag transport.Ta
 	sendScratch, recvScratch := make([]byte, largest), make([]byte, largest)
 	right, left := mod(r+1, p), mod(r-1, p)
 
-	pl := &actionPipeline{ep: ep, tag: tag, name: "compressed ring"}
+	pl := &actionPipeline{ep: ep, tag: tag, name: "compressed ring", window: compressWindow(wireBytes(chunkElems))}
 	steps := 2 * (p - 1)
 	firstRecv := make([]int, steps)   // index of the first receive of step g
 	sendsBefore := make([]int, steps) // sends issued before step g
