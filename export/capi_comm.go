@@ -43,7 +43,7 @@ func goListen(bindAddr *C.char, listener *C.hcclGoListener_t, addr *C.char, addr
 	if listener == nil || addr == nil || addrLen == 0 {
 		return fail(nil, invalid("hcclGoListen: listener and addr must not be NULL"))
 	}
-	cfg, err := pgbackend.ConfigFromEnv()
+	cfg, err := pgbackend.ConfigFrom(cGetenv)
 	if err != nil {
 		return fail(nil, invalid("%v", err))
 	}
@@ -107,7 +107,7 @@ func goCommInitRank(comm *C.hcclGoComm_t, nranks, rank C.int, lh C.hcclGoListene
 	if !ok {
 		return fail(nil, fmt.Errorf("%w: listener %d does not exist (already consumed?)", errInvalidHandle, uint64(lh)))
 	}
-	cfg, err := pgbackend.ConfigFromEnv()
+	cfg, err := pgbackend.ConfigFrom(cGetenv)
 	if err == nil && options != nil {
 		err = cfg.ApplyOptions(C.GoString(options))
 	}

@@ -138,6 +138,14 @@ func ConfigFromEnv() (Config, error) {
 	return configFrom(os.LookupEnv)
 }
 
+// ConfigFrom is ConfigFromEnv with another source of variables. The C ABI
+// passes the C library's getenv: in a process that embeds the library
+// (Python), variables set after start-up are visible there but not in Go's
+// own copy of the environment.
+func ConfigFrom(lookup func(string) (string, bool)) (Config, error) {
+	return configFrom(lookup)
+}
+
 func configFrom(lookup func(string) (string, bool)) (Config, error) {
 	c := DefaultConfig()
 	for _, v := range Vars {

@@ -20,6 +20,8 @@ from ._creator import register  # noqa: E402
 from .comm import comm_info, get_backend  # noqa: E402
 from .options import Options  # noqa: E402
 from .streams import get_stream, set_stream, use_stream  # noqa: E402
+from .stats import stats  # noqa: E402
+from .trace import dump_trace  # noqa: E402
 
 register()
 
@@ -27,9 +29,11 @@ __all__ = [
     "Options",
     "__version__",
     "comm_info",
+    "dump_trace",
     "get_backend",
     "get_stream",
     "library_path",
     "set_stream",
+    "stats",
     "use_stream",
 ]

@@ -140,7 +140,9 @@ void HcclGoWork::finish() {
 }
 
 bool HcclGoWork::wait(std::chrono::milliseconds timeout) {
-  auto limit = clampTimeout(timeout == kNoTimeout ? timeout_ : timeout);
+  // Without an explicit timeout, give the library (which fails the op itself
+  // at the op timeout, with a message naming the late ranks) time to report.
+  auto limit = clampTimeout(timeout == kNoTimeout ? timeout_ + std::chrono::seconds(2) : timeout);
   const auto deadline = std::chrono::steady_clock::now() + limit;
   if (!isCompleted() && !queue_->onCompletionThread()) {
     queue_->driveInline(c10::intrusive_ptr<HcclGoWork>::reclaim_copy(this), limit);
