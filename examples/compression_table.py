@@ -149,7 +149,9 @@ def table(results: list[dict], args: argparse.Namespace) -> str:
         "|---|---:|---:|---:|---:|---:|",
     ]
     for r in results:
-        ratio = f"{base['bytes_per_step'] / r['bytes_per_step']:.1f}x fewer" if base and r["bytes_per_step"] else "-"
+        ratio = "-"
+        if base and r is not base and r["bytes_per_step"]:
+            ratio = f"{base['bytes_per_step'] / r['bytes_per_step']:.1f}x fewer"
         lines.append(
             f"| {label[r['mode']]} | {r['bytes_per_step']:,.0f} | {ratio} | {r['density'] * 100:.1f}% "
             f"| {r['step_ms']:.2f} ms | {r['accuracy'] * 100:.2f}% |"

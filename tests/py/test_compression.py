@@ -159,6 +159,7 @@ def hooks_job(ctx) -> dict:
     for name, hook, state in (
         ("topk_all", topk_hook, TopKState(ratio=1.0)),
         ("threshold_0", threshold_hook, ThresholdState(threshold=0.0)),
+        ("topk_all_dense_fallback", topk_hook, TopKState(ratio=1.0, native=False)),
     ):
         got = grads_after_step(hook, state)
         out[name] = all(torch.allclose(a, b, rtol=0, atol=1e-7) for a, b in zip(got, reference))
@@ -193,6 +194,7 @@ def test_sparse_hooks_in_ddp():
     for rank, res in enumerate(results):
         assert res["topk_all"], f"rank {rank}: top-k with ratio 1 differs from DDP's all_reduce"
         assert res["threshold_0"], f"rank {rank}: threshold 0 differs from DDP's all_reduce"
+        assert res["topk_all_dense_fallback"], f"rank {rank}: the dense fallback differs from DDP's all_reduce"
         assert res["density"] == pytest.approx(0.01, rel=0.05)
         ratio = res["dense_bytes_per_step"] / res["topk_bytes_per_step"]
         assert ratio >= 20, f"top-k 1% sent only {ratio:.1f}x fewer bytes than dense"
