@@ -60,6 +60,11 @@ hcclGoResult_t hcclGoGetLastError(hcclGoComm_t comm, char* buf, size_t len) {
   return goGetLastError(comm, buf, len);
 }
 
+hcclGoResult_t hcclGoGetConfig(char* buf, size_t len) {
+  HCCL_GO_NOT_IN_FORK();
+  return goGetConfig(buf, len);
+}
+
 hcclGoResult_t hcclGoListen(const char* bindAddr, hcclGoListener_t* listener, char* addr, size_t addrLen) {
   HCCL_GO_NOT_IN_FORK();
   return goListen((char*)bindAddr, listener, addr, addrLen);

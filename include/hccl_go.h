@@ -99,6 +99,10 @@ const char* hcclGoGetErrorString(hcclGoResult_t result);
  * comm is 0) into buf, NUL-terminated and truncated to len bytes. */
 hcclGoResult_t hcclGoGetLastError(hcclGoComm_t comm, char* buf, size_t len);
 
+/* Writes every configuration setting the library reads, as a JSON array of
+ * {"env", "default", "doc"}, into buf (hcclGoInvalidArgument if too small). */
+hcclGoResult_t hcclGoGetConfig(char* buf, size_t len);
+
 /* ---- Communicator setup ---------------------------------------------- */
 
 /* Opens this rank's listening socket before the rendezvous. bindAddr is

@@ -1,7 +1,7 @@
 """The HCCL_GO_* settings, for `python -m torch_hccl_go.info`.
 
-The library's own variables mirror pgbackend/config.go (Vars): keep the two
-in step. HCCL_GO_HOST_ID is read here, by the rendezvous.
+The library's own variables come from the library itself (pgbackend.Vars
+through hcclGoGetConfig); HCCL_GO_HOST_ID is read here, by the rendezvous.
 """
 
 from __future__ import annotations
@@ -17,16 +17,23 @@ class Setting:
     doc: str
 
 
-SETTINGS = [
-    Setting("HCCL_GO_TIMEOUT_MS", "1800000", "Timeout of every operation in ms (the process group's timeout overrides it)."),
-    Setting("HCCL_GO_CONNECT_TIMEOUT_MS", "120000", "Timeout of connection set-up at init in ms."),
-    Setting("HCCL_GO_ALGO", "", "Algorithm override: ring, rd, hd (all_reduce), or per op allreduce=ring,broadcast=tree."),
-    Setting("HCCL_GO_TRANSPORT", "auto", "auto (shared memory within a host, TCP across), shm, or tcp."),
-    Setting("HCCL_GO_SOCKET_IFNAME", "", "Network interface to listen on (default: loopback for single-host jobs)."),
-    Setting("HCCL_GO_STREAMS_PER_PEER", "1", "TCP connections per peer; large messages are striped across them."),
-    Setting("HCCL_GO_CHUNK_BYTES", "0", "Pipelining chunk of ring/chain algorithms in bytes (0: the library's default)."),
-    Setting("HCCL_GO_DEBUG", "WARN", "Log level: WARN or INFO."),
-    Setting("HCCL_GO_HOST_ID", "hostname/boot_id/dev of /dev/shm", "Host identity for shared memory (read by torch_hccl_go)."),
+def _library_settings() -> list[Setting]:
+    """The library's own settings, as it reports them (hcclGoGetConfig)."""
+    import ctypes
+    import json
+
+    from ._library import library_path
+
+    lib = ctypes.CDLL(library_path())  # the copy already loaded: one Go runtime
+    buf = ctypes.create_string_buffer(1 << 16)
+    if lib.hcclGoGetConfig(buf, ctypes.c_size_t(len(buf))) != 0:
+        return []
+    return [Setting(d["env"], d["default"], d["doc"]) for d in json.loads(buf.value.decode())]
+
+
+SETTINGS = _library_settings() + [
+    Setting("HCCL_GO_HOST_ID", "hostname/boot_id/dev:ino of /dev/shm", "Host identity for shared memory (read by torch_hccl_go)."),
+    Setting("HCCL_GO_MAXPROCS", "(unset: all cores)", "Caps the Go runtime's threads (GOMAXPROCS) when the library loads."),
 ]
 
 
