@@ -84,10 +84,14 @@ def build_go_library() -> Path:
     if _go_library_built:
         return out
     LIB_DIR.mkdir(exist_ok=True)
+    # Build into a temporary file and rename it over the old library: running
+    # processes keep their mapping of the old file intact (rewriting a mapped
+    # library in place crashes them).
+    tmp = LIB_DIR / (LIB_NAME + ".tmp")
     prebuilt = os.environ.get("HCCL_GO_PREBUILT_LIB")
     if prebuilt:
         print(f"torch_hccl_go: using the prebuilt {prebuilt}", flush=True)
-        shutil.copy2(prebuilt, out)
+        shutil.copy2(prebuilt, tmp)
     else:
         cmd = [
             _find_go(),
@@ -96,7 +100,7 @@ def build_go_library() -> Path:
             "-trimpath",
             f"-ldflags=-extldflags=-Wl,-soname,{LIB_NAME}",
             "-o",
-            str(out),
+            str(tmp),
             "./export",
         ]
         print("torch_hccl_go: " + " ".join(cmd), flush=True)
@@ -105,7 +109,8 @@ def build_go_library() -> Path:
         except subprocess.CalledProcessError as e:
             sys.exit(f"torch_hccl_go: building libhccl_go.so failed (go build exited with {e.returncode})")
         # go build writes its own header beside the library; include/hccl_go.h is the API.
-        (LIB_DIR / "libhccl_go.h").unlink(missing_ok=True)
+        (LIB_DIR / (LIB_NAME + ".h")).unlink(missing_ok=True)  # named after libhccl_go.so.tmp
+    os.replace(tmp, out)
     # The extension only works with the torch it was compiled against.
     (LIB_DIR / "build_info.json").write_text(json.dumps({"torch_version": torch.__version__}) + "\n")
     _go_library_built = True
