@@ -43,6 +43,7 @@ type Communicator struct {
 	cancel context.CancelCauseFunc
 
 	seq     atomic.Uint64      // collective sequence number, identical across ranks
+	issueMu sync.Mutex         // taking seq and queuing the op are one step
 	sched   *streams.Scheduler // runs the collective streams (streams.go)
 	streams []*streams.Stream
 	// arenas, one per stream, are set when every rank shares this host:
@@ -164,6 +165,12 @@ func (c *Communicator) submitCollective(stream int, op opDesc, body func(ctx con
 	if err != nil {
 		return nil, err
 	}
+	// Taking the sequence number and queuing the op happen together: two
+	// threads issuing at once (e.g. Future callbacks, as PowerSGD does)
+	// must not queue in the opposite order of their numbers, or ranks would
+	// run different ops against each other.
+	c.issueMu.Lock()
+	defer c.issueMu.Unlock()
 	op.Seq, op.Stream, op.Route = c.seq.Inc(), stream, "messages"
 	if c.arenaFor(stream, collectives.Options{Algo: op.Algo}) != nil {
 		op.Route = "arena"
