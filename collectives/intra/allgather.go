@@ -40,23 +40,21 @@ func allGather(ctx context.Context, a *arena.Arena, seq uint64, send, recv []byt
 		return err
 	}
 	m := len(send)
-	if m == 0 {
-		return nil
-	}
 	if err := a.Begin(seq); err != nil {
 		return err
 	}
 	me, p := a.Index(), a.Size()
 	var err error
+	stamp := opStamp{kind: kindAllGather, seq: seq, bytes: m, root: noRoot}.encode()
 	switch {
 	case p == 1:
 		copyUnlessSame(recv, send)
-	case m <= a.InlineBytes():
+	case m <= a.InlineBytes(): // empty calls too: they must meet their peers
 		e := a.Next()
 		copy(a.Inline(me, e)[:m], send)
-		a.PostInline(e)
+		postFirst(a, e, stamp)
 		copyUnlessSame(recv[me*m:(me+1)*m], send)
-		if err = a.WaitAllInline(ctx, e); err == nil {
+		if err = awaitFirst(ctx, a, e, stamp); err == nil {
 			for j := range p {
 				if j != me {
 					copy(recv[j*m:(j+1)*m], a.Inline(j, e)[:m])
@@ -64,22 +62,23 @@ func allGather(ctx context.Context, a *arena.Arena, seq uint64, send, recv []byt
 			}
 		}
 	default:
-		err = allGatherHalves(ctx, a, send, recv, t.copyBytes)
+		err = allGatherHalves(ctx, a, stamp, send, recv, t.copyBytes)
 	}
-	a.End(err)
+	endOp(a, err)
 	return err
 }
 
-func allGatherHalves(ctx context.Context, a *arena.Arena, send, recv []byte, copyBytes int) error {
+func allGatherHalves(ctx context.Context, a *arena.Arena, stamp arena.Stamp, send, recv []byte, copyBytes int) error {
 	me, p, m := a.Index(), a.Size(), len(send)
 	chunk := alignDown(min(copyBytes, a.HalfBytes()), lineBytes)
 	for off := 0; off < m; off += chunk {
 		c := min(chunk, m-off)
 		e := a.Next()
 		copy(a.Half(me, e)[:c], send[off:off+c])
-		a.Post(e)
+		first := off == 0
+		post(a, e, stamp, first)
 		copyUnlessSame(recv[me*m+off:me*m+off+c], send[off:off+c])
-		if err := a.WaitAll(ctx, e); err != nil {
+		if err := await(ctx, a, e, stamp, first); err != nil {
 			return err
 		}
 		for j := range p {

@@ -10,8 +10,9 @@ import (
 // AllReduce reduces send over the ranks of a with op and leaves the result
 // in recv on every rank. send and recv have the same length, a multiple of
 // the element size; they may be the same memory (in place). Every rank
-// calls it with the same arguments but its own buffers, in the same order
-// of operations; seq only labels errors.
+// calls it with the same arguments and seq but its own buffers, in the
+// same order of operations (a call that differs fails on every rank with
+// ErrMismatch).
 //
 // Avg sums, then divides by the number of ranks, once per element. PreMulSum
 // multiplies each rank's input by preMul (reduce.Scale) before summing. All
@@ -57,25 +58,23 @@ func allReduce(ctx context.Context, a *arena.Arena, seq uint64, send, recv []byt
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if len(send) == 0 {
-		return nil
-	}
 	if err := a.Begin(seq); err != nil {
 		return err
 	}
 	var err error
-	r := reduction{a: a, dt: dt, op: op, preMul: preMul, t: t}
+	r := &reduction{a: a, dt: dt, op: op, preMul: preMul, t: t,
+		stamp: opStamp{kind: kindAllReduce, seq: seq, bytes: len(send), dt: dt, op: op, root: noRoot}.encode()}
 	switch n := len(send); {
 	case a.Size() == 1:
 		local(dt, op, preMul, recv, send)
-	case n <= a.InlineBytes():
+	case n <= a.InlineBytes(): // empty calls too: they must meet their peers
 		err = r.oneShotInline(ctx, send, recv, allRanks)
 	case n <= t.oneShotLimit(a.Size()):
 		err = r.oneShotHalves(ctx, send, recv, allRanks)
 	default:
 		err = r.rsag(ctx, send, recv, allRanks)
 	}
-	a.End(err)
+	endOp(a, err)
 	return err
 }
 
@@ -89,6 +88,7 @@ type reduction struct {
 	op     reduce.Op
 	preMul float64
 	t      tuning
+	stamp  arena.Stamp // posted with the first epoch
 }
 
 // wants reports whether local rank me receives the result when root names
@@ -97,16 +97,16 @@ func wants(me, root int) bool { return root == allRanks || root == me }
 
 // oneShotInline: every rank publishes its whole input in its inline slot;
 // the ranks that want the result reduce all slots in rank order.
-func (r reduction) oneShotInline(ctx context.Context, send, recv []byte, root int) error {
+func (r *reduction) oneShotInline(ctx context.Context, send, recv []byte, root int) error {
 	a, n := r.a, len(send)
 	me, p := a.Index(), a.Size()
 	e := a.Next()
 	publish(r.dt, r.op, r.preMul, a.Inline(me, e)[:n], send)
-	a.PostInline(e)
-	if err := a.WaitAllInline(ctx, e); err != nil {
+	postFirst(a, e, r.stamp)
+	if err := awaitFirst(ctx, a, e, r.stamp); err != nil {
 		return err
 	}
-	if wants(me, root) {
+	if wants(me, root) && n > 0 {
 		reduceInto(r.dt, r.op, recv, p, func(j int) []byte { return a.Inline(j, e)[:n] })
 		finishAvg(r.dt, r.op, recv, p)
 	}
@@ -116,7 +116,7 @@ func (r reduction) oneShotInline(ctx context.Context, send, recv []byte, root in
 // oneShotHalves is oneShotInline through the data halves, one chunk of at
 // most t.oneShotChunk bytes per epoch. A chunk of send is published before
 // the same chunk of recv is written, so in-place calls are safe.
-func (r reduction) oneShotHalves(ctx context.Context, send, recv []byte, root int) error {
+func (r *reduction) oneShotHalves(ctx context.Context, send, recv []byte, root int) error {
 	a := r.a
 	me, p := a.Index(), a.Size()
 	chunk := alignDown(min(r.t.oneShotChunk, a.HalfBytes()), lineBytes)
@@ -124,8 +124,7 @@ func (r reduction) oneShotHalves(ctx context.Context, send, recv []byte, root in
 		m := min(chunk, len(send)-off)
 		e := a.Next()
 		publish(r.dt, r.op, r.preMul, a.Half(me, e)[:m], send[off:off+m])
-		a.Post(e)
-		if err := a.WaitAll(ctx, e); err != nil {
+		if err := r.step(ctx, e, off == 0); err != nil {
 			return err
 		}
 		if wants(me, root) {
@@ -135,4 +134,11 @@ func (r reduction) oneShotHalves(ctx context.Context, send, recv []byte, root in
 		}
 	}
 	return nil
+}
+
+// step posts epoch e and waits for every peer to post it; the first epoch
+// of the op carries its stamp and checks the peers'.
+func (r *reduction) step(ctx context.Context, e uint64, first bool) error {
+	post(r.a, e, r.stamp, first)
+	return await(ctx, r.a, e, r.stamp, first)
 }

@@ -11,24 +11,26 @@ import (
 // AllToAllV sends send[sendDispls[j]:][:sendCounts[j]] to rank j, which
 // receives it in recv[recvDispls[i]:][:recvCounts[i]], for every pair of
 // ranks (local indices). Counts and displacements are in BYTES;
-// sendCounts[j] on rank i must equal recvCounts[i] on rank j: a mismatch
-// is reported (ErrInvalidArgument) by the receiver once the exchange has
-// run to its end, so the arena stays usable. send and recv may overlap
-// (send is then copied first).
+// sendCounts[j] on rank i must equal recvCounts[i] on rank j: every rank
+// checks every pair in the first round, before any data is copied, and a
+// mismatch fails the call on every rank (ErrMismatch) and leaves the arena
+// usable. send and recv may overlap (send is then copied first).
 //
 // Rounds: each rank publishes, for every peer, the next chunk of the block
-// for it, with a header of chunk lengths and a "more" flag; after the post
-// it copies its own block; then it copies the chunks meant for it. Round 0
-// goes through the inline slots (a small exchange is one cache-line-sized
-// round), later rounds through the data halves. The exchange ends after
-// the first round in which no rank set "more". Per rank and byte it sends
-// or receives: read 1 and write 1 on each side (own block: 1 and 1).
+// for it, with a header of chunk lengths and a "more" flag (round 0 also
+// carries all its send and receive counts); after the post it copies its
+// own block; then it copies the chunks meant for it. Round 0 goes through
+// the inline slots (a small exchange is one cache-line-sized round), later
+// rounds through the data halves. The exchange ends after the first round
+// in which no rank set "more". Per rank and byte it sends or receives: read
+// 1 and write 1 on each side (own block: 1 and 1).
 func AllToAllV(ctx context.Context, a *arena.Arena, seq uint64, send []byte, sendCounts, sendDispls []int, recv []byte, recvCounts, recvDispls []int) error {
 	if err := checkAllToAllV(a, send, sendCounts, sendDispls, recv, recvCounts, recvDispls); err != nil {
 		return wrapOp("alltoallv", a, seq, err)
 	}
 	x := exchange{send: send, sendCounts: sendCounts, sendDispls: sendDispls,
 		recv: recv, recvCounts: recvCounts, recvDispls: recvDispls}
+	x.stamp = opStamp{kind: kindAllToAllV, seq: seq, root: noRoot}.encode()
 	return wrapOp("alltoallv", a, seq, x.run(ctx, a, seq, defaultTuning()))
 }
 
@@ -68,6 +70,7 @@ type exchange struct {
 	sendCounts, sendDispls []int
 	recv                   []byte
 	recvCounts, recvDispls []int
+	stamp                  arena.Stamp // posted with round 0
 }
 
 func (x exchange) run(ctx context.Context, a *arena.Arena, seq uint64, t tuning) error {
@@ -86,7 +89,7 @@ func (x exchange) run(ctx context.Context, a *arena.Arena, seq uint64, t tuning)
 	} else {
 		mismatch, err = x.rounds(ctx, a, t)
 	}
-	a.End(err)
+	endOp(a, err)
 	if err != nil {
 		return err
 	}
@@ -98,10 +101,20 @@ func (x exchange) copyOwn(me int) {
 	copy(x.recv[x.recvDispls[me]:][:c], x.send[x.sendDispls[me]:][:c])
 }
 
-// A round's buffer: a header of 8-byte words (the more flag, then the
-// chunk length for each destination), cache-line padded, then one slot per
-// destination.
-func headerBytes(p int) int { return (8*(p+1) + lineBytes - 1) / lineBytes * lineBytes }
+// A round's buffer: a header of 8-byte words, cache-line padded, then one
+// slot per destination. The header holds the more flag, the chunk length
+// for each destination, and in round 0 the sendCounts then the recvCounts
+// of the publishing rank (see checkCounts).
+func headerBytes(p int) int { return (8*(3*p+1) + lineBytes - 1) / lineBytes * lineBytes }
+
+// Header word indices.
+func chunkWord(j int) int        { return 1 + j }
+func sendCountWord(p, j int) int { return 1 + p + j }
+func recvCountWord(p, j int) int { return 1 + 2*p + j }
+func headerWord(buf []byte, w int) int {
+	return int(binary.LittleEndian.Uint64(buf[8*w:]))
+}
+func putHeaderWord(buf []byte, w, v int) { binary.LittleEndian.PutUint64(buf[8*w:], uint64(v)) }
 
 // slotBytes is the per-destination capacity of a round buffer of size
 // capacity, 0 when it cannot hold a header and a byte per rank.
@@ -142,24 +155,24 @@ func (x exchange) rounds(ctx context.Context, a *arena.Arena, t tuning) (mismatc
 				sent[j] += c
 				more = more || sent[j] < x.sendCounts[j] || got[j]+min(slot, x.recvCounts[j]-got[j]) < x.recvCounts[j]
 			}
-			binary.LittleEndian.PutUint64(buf[8*(j+1):], uint64(c))
+			putHeaderWord(buf, chunkWord(j), c)
+			if k == 0 {
+				putHeaderWord(buf, sendCountWord(p, j), x.sendCounts[j])
+				putHeaderWord(buf, recvCountWord(p, j), x.recvCounts[j])
+			}
 		}
 		binary.LittleEndian.PutUint64(buf, boolWord(more))
-		if inline {
-			a.PostInline(e)
-		} else {
-			a.Post(e)
-		}
+		post(a, e, x.stamp, k == 0)
 		if k == 0 {
 			x.copyOwn(me)
 		}
-		if inline {
-			err = a.WaitAllInline(ctx, e)
-		} else {
-			err = a.WaitAll(ctx, e)
-		}
-		if err != nil {
+		if err := await(ctx, a, e, x.stamp, k == 0); err != nil {
 			return nil, err
+		}
+		if k == 0 {
+			if err := checkCounts(a, func(j int) []byte { return x.buffer(a, j, e, inline) }); err != nil {
+				return nil, err
+			}
 		}
 		anyMore := false
 		for j := range p {
@@ -168,9 +181,9 @@ func (x exchange) rounds(ctx context.Context, a *arena.Arena, t tuning) (mismatc
 			if j == me {
 				continue
 			}
-			c := int(binary.LittleEndian.Uint64(in[8*(me+1):]))
+			c := headerWord(in, chunkWord(me))
 			want := min(slot, x.recvCounts[j]-got[j])
-			if c != want {
+			if c != want { // cannot happen once checkCounts passed
 				if mismatch == nil {
 					mismatch = invalidf("rank %d sends %d bytes in round %d, this rank expects %d (recvCounts[%d] = %d disagrees with that rank's sendCounts)",
 						j, c, k, want, j, x.recvCounts[j])
@@ -184,6 +197,28 @@ func (x exchange) rounds(ctx context.Context, a *arena.Arena, t tuning) (mismatc
 			return mismatch, nil
 		}
 	}
+}
+
+// checkCounts compares, for every ordered pair of ranks, the bytes the
+// sender will send with the bytes the receiver expects, from the counts all
+// ranks published in round 0 (header(j) is rank j's round-0 buffer). Every
+// rank reads the same counts, so all of them reach the same verdict in
+// round 0 and none copies any data when it fails.
+func checkCounts(a *arena.Arena, header func(j int) []byte) error {
+	p := a.Size()
+	ranks := a.Ranks()
+	for from := range p {
+		h := header(from)
+		for to := range p {
+			sends := headerWord(h, sendCountWord(p, to))
+			expects := headerWord(header(to), recvCountWord(p, from))
+			if from != to && sends != expects {
+				return fmt.Errorf("%w: rank %d sends %d bytes to rank %d, which expects %d",
+					ErrMismatch, ranks[from], sends, ranks[to], expects)
+			}
+		}
+	}
+	return nil
 }
 
 // buffer is rank j's round buffer of epoch e.

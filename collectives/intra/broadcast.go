@@ -43,36 +43,34 @@ func broadcast(ctx context.Context, a *arena.Arena, seq uint64, send, recv []byt
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if len(recv) == 0 {
-		return nil
-	}
 	if err := a.Begin(seq); err != nil {
 		return err
 	}
 	var err error
+	stamp := opStamp{kind: kindBroadcast, seq: seq, bytes: len(recv), root: root}.encode()
 	switch n := len(recv); {
 	case a.Size() == 1:
 		copyUnlessSame(recv, send)
-	case n <= a.InlineBytes():
-		err = broadcastInline(ctx, a, send, recv, root)
+	case n <= a.InlineBytes(): // empty calls too: they must meet their peers
+		err = broadcastInline(ctx, a, stamp, send, recv, root)
 	default:
-		err = broadcastHalves(ctx, a, send, recv, root, t.copyBytes)
+		err = broadcastHalves(ctx, a, stamp, send, recv, root, t.copyBytes)
 	}
-	a.End(err)
+	endOp(a, err)
 	return err
 }
 
-func broadcastInline(ctx context.Context, a *arena.Arena, send, recv []byte, root int) error {
+func broadcastInline(ctx context.Context, a *arena.Arena, stamp arena.Stamp, send, recv []byte, root int) error {
 	me, n := a.Index(), len(recv)
 	e := a.Next()
 	if me == root {
 		copy(a.Inline(me, e)[:n], send)
-		a.PostInline(e)
+		postFirst(a, e, stamp)
 		copyUnlessSame(recv, send)
 	} else {
-		a.PostInline(e)
+		postFirst(a, e, stamp)
 	}
-	if err := a.WaitAllInline(ctx, e); err != nil {
+	if err := awaitFirst(ctx, a, e, stamp); err != nil {
 		return err
 	}
 	if me != root {
@@ -81,7 +79,7 @@ func broadcastInline(ctx context.Context, a *arena.Arena, send, recv []byte, roo
 	return nil
 }
 
-func broadcastHalves(ctx context.Context, a *arena.Arena, send, recv []byte, root int, copyBytes int) error {
+func broadcastHalves(ctx context.Context, a *arena.Arena, stamp arena.Stamp, send, recv []byte, root int, copyBytes int) error {
 	me := a.Index()
 	chunk := alignDown(min(copyBytes, a.HalfBytes()), lineBytes)
 	for off := 0; off < len(recv); off += chunk {
@@ -90,11 +88,12 @@ func broadcastHalves(ctx context.Context, a *arena.Arena, send, recv []byte, roo
 		if me == root {
 			copy(a.Half(me, e)[:m], send[off:off+m])
 		}
-		a.Post(e)
+		first := off == 0
+		post(a, e, stamp, first)
 		if me == root {
 			copyUnlessSame(recv[off:off+m], send[off:off+m])
 		}
-		if err := a.WaitAll(ctx, e); err != nil {
+		if err := await(ctx, a, e, stamp, first); err != nil {
 			return err
 		}
 		if me != root {

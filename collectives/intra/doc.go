@@ -9,7 +9,18 @@
 // wrapping collectives.ErrInvalidArgument for usage errors), with the
 // arena in place of the endpoint and tag: ranks are the arena's local
 // indices (a.Index()), and every rank must call the same collectives with
-// the same sizes in the same order. seq labels errors only.
+// the same sizes and the same seq (the op's sequence number, as the tag of
+// the message path) in the same order.
+//
+// Calls that break that rule are caught (stamp.go): the first epoch of
+// every call carries a stamp of it (collective, seq, bytes, dtype, reduce
+// op, root), checked against every peer's before any peer data is read.
+// If the ranks differ, every rank fails the call with an error wrapping
+// ErrMismatch (and collectives.ErrInvalidArgument) that names the first
+// differing peer, e.g. "allreduce rank 0 seq 7: ...: rank 1 has 32 bytes,
+// this rank 16"; no rank uses a peer's data, and the arena stays usable.
+// All_to_all counts are checked pairwise in the same epoch. Empty calls
+// take part too (one epoch), so that empty against non-empty is caught.
 //
 // All results are bitwise identical on every rank: each element is reduced
 // either by one rank, which publishes the result, or by all ranks in the
@@ -18,7 +29,8 @@
 // A failure part-way (a dead peer, a cancelled context) leaves the ranks
 // out of step; the arena then refuses further operations (arena.ErrBroken).
 // Argument errors are detected before anything is shared and leave it
-// usable.
+// usable; they are local, so the peers of a rank that refused its
+// arguments wait for it until their context ends (and then break it).
 //
 // ALGORITHMS.md lists each protocol with the bytes it touches per payload
 // byte, the thresholds between protocols, and measured figures.

@@ -30,7 +30,7 @@ const opTimeout = 20 * time.Second
 func testArenaConfig(dir string) arena.Config {
 	return arena.Config{
 		Dir:              dir,
-		InlineBytes:      248, // 256-byte slots
+		InlineBytes:      224, // 256-byte slots (flag and stamp: 32 bytes)
 		DataBytes:        16 << 10,
 		SpinTime:         2 * time.Microsecond,
 		YieldTime:        20 * time.Microsecond,

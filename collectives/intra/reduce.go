@@ -49,24 +49,22 @@ func reduceRoot(ctx context.Context, a *arena.Arena, seq uint64, send, recv []by
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if len(send) == 0 {
-		return nil
-	}
 	if err := a.Begin(seq); err != nil {
 		return err
 	}
 	var err error
-	r := reduction{a: a, dt: dt, op: op, preMul: preMul, t: t}
+	r := &reduction{a: a, dt: dt, op: op, preMul: preMul, t: t,
+		stamp: opStamp{kind: kindReduce, seq: seq, bytes: len(send), dt: dt, op: op, root: root}.encode()}
 	switch n := len(send); {
 	case a.Size() == 1:
 		local(dt, op, preMul, recv, send)
-	case n <= a.InlineBytes():
+	case n <= a.InlineBytes(): // empty calls too: they must meet their peers
 		err = r.oneShotInline(ctx, send, recv, root)
 	case n <= t.oneShotLimit(a.Size()):
 		err = r.oneShotHalves(ctx, send, recv, root)
 	default:
 		err = r.rsag(ctx, send, recv, root)
 	}
-	a.End(err)
+	endOp(a, err)
 	return err
 }

@@ -46,24 +46,26 @@ func reduceScatter(ctx context.Context, a *arena.Arena, seq uint64, send, recv [
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if len(recv) == 0 {
-		return nil
-	}
 	if err := a.Begin(seq); err != nil {
 		return err
 	}
 	var err error
-	if a.Size() == 1 {
+	stamp := opStamp{kind: kindReduceScatter, seq: seq, bytes: len(recv), dt: dt, op: op, root: noRoot}.encode()
+	switch {
+	case a.Size() == 1:
 		local(dt, op, preMul, recv, send)
-	} else {
-		err = reduction{a: a, dt: dt, op: op, preMul: preMul, t: t}.scatter(ctx, send, recv)
+	case len(recv) == 0: // meets the peers all the same
+		err = stampOnly(ctx, a, stamp)
+	default:
+		r := &reduction{a: a, dt: dt, op: op, preMul: preMul, t: t, stamp: stamp}
+		err = r.scatter(ctx, send, recv)
 	}
-	a.End(err)
+	endOp(a, err)
 	return err
 }
 
 // scatter is the chunk loop of ReduceScatter.
-func (r reduction) scatter(ctx context.Context, send, recv []byte) error {
+func (r *reduction) scatter(ctx context.Context, send, recv []byte) error {
 	a := r.a
 	me, p, m := a.Index(), a.Size(), len(recv)
 	slot := alignDown(min(r.t.sliceBytes, a.HalfBytes()/p), lineBytes)
@@ -82,8 +84,7 @@ func (r reduction) scatter(ctx context.Context, send, recv []byte) error {
 				publish(r.dt, r.op, r.preMul, h[j*slot:j*slot+c], send[j*m+off:j*m+off+c])
 			}
 		}
-		a.Post(e)
-		if err := a.WaitAll(ctx, e); err != nil {
+		if err := r.step(ctx, e, off == 0); err != nil {
 			return err
 		}
 		out := recv[off : off+c]

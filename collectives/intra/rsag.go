@@ -34,7 +34,7 @@ import (
 // then reduced), and window k of recv is written in the next epoch.
 // root == allRanks copies results out on every rank, else on root only
 // (Reduce).
-func (r reduction) rsag(ctx context.Context, send, recv []byte, root int) error {
+func (r *reduction) rsag(ctx context.Context, send, recv []byte, root int) error {
 	a := r.a
 	me, p := a.Index(), a.Size()
 	es := r.dt.Size()
@@ -55,8 +55,7 @@ func (r reduction) rsag(ctx context.Context, send, recv []byte, root int) error 
 				}
 			}
 		}
-		a.Post(e)
-		if err := a.WaitAll(ctx, e); err != nil {
+		if err := r.step(ctx, e, k == 0); err != nil {
 			return err
 		}
 		if k < rounds {

@@ -30,6 +30,7 @@ type Arena struct {
 	waiters []*atomic.Uint32
 	bells   []*atomic.Uint32
 	flags   [2][]*atomic.Uint64 // inline slot flags by parity
+	stamps  [2][][]byte         // inline slot stamps by parity
 	inline  [2][][]byte         // inline payloads by parity
 	halves  [2][][]byte         // data halves by parity
 
@@ -183,6 +184,7 @@ func (a *Arena) bindViews() {
 	a.bells = make([]*atomic.Uint32, p)
 	for par := range 2 {
 		a.flags[par] = make([]*atomic.Uint64, p)
+		a.stamps[par] = make([][]byte, p)
 		a.inline[par] = make([][]byte, p)
 		a.halves[par] = make([][]byte, p)
 	}
@@ -194,8 +196,10 @@ func (a *Arena) bindViews() {
 		a.bells[j] = word32(m, hBell)
 		for par := range 2 {
 			off := g.inlineOffset(par)
+			end := off + g.inlineSlotSize()
 			a.flags[par][j] = word64(m, off)
-			a.inline[par][j] = m[off+flagBytes : off+g.inlineSlotSize() : off+g.inlineSlotSize()]
+			a.stamps[par][j] = m[off+flagBytes : off+flagBytes+stampBytes : off+flagBytes+stampBytes]
+			a.inline[par][j] = m[off+flagBytes+stampBytes : end : end]
 			h := g.halfOffset(par)
 			a.halves[par][j] = m[h : h+g.halfSize() : h+g.halfSize()]
 		}

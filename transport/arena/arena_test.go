@@ -30,7 +30,7 @@ func TestConnectLeavesNothingBehind(t *testing.T) {
 func TestConfigRounding(t *testing.T) {
 	cfg, err := Config{InlineBytes: 8, DataBytes: 1}.withDefaults()
 	require.NoError(t, err)
-	assert.Equal(t, lineSize-flagBytes, cfg.InlineBytes, "a slot is whole lines")
+	assert.Equal(t, lineSize-flagBytes-stampBytes, cfg.InlineBytes, "a slot is whole lines")
 	assert.Equal(t, 2*pageSize, cfg.DataBytes)
 	_, err = Config{InlineBytes: -1}.withDefaults()
 	assert.Error(t, err)

@@ -13,7 +13,7 @@ type Config struct {
 	Dir string
 	// InlineBytes is the payload capacity of one inline slot (default
 	// 4 KiB, rounded up so that the slot fills whole cache lines). The
-	// first 56 bytes share the cache line of the slot's flag.
+	// first 32 bytes share the cache line of the slot's flag and stamp.
 	InlineBytes int
 	// DataBytes is the size of the data area of each rank, split into two
 	// halves by epoch parity (default 8 MiB, rounded up to whole pages).
@@ -80,8 +80,9 @@ func (c Config) withDefaults() (Config, error) {
 	case c.LivenessInterval < 0:
 		return c, fmt.Errorf("arena config: negative LivenessInterval %v", c.LivenessInterval)
 	}
-	// An inline slot is a flag word and the payload, in whole lines.
-	c.InlineBytes = roundUp(c.InlineBytes+flagBytes, lineSize) - flagBytes
+	// An inline slot is a flag word, a stamp and the payload, in whole
+	// lines.
+	c.InlineBytes = roundUp(c.InlineBytes+flagBytes+stampBytes, lineSize) - flagBytes - stampBytes
 	c.DataBytes = max(roundUp(c.DataBytes, 2*pageSize), minDataBytes)
 	return c, nil
 }

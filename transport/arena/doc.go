@@ -11,8 +11,9 @@
 //     order; a rank announces "my data for epoch e is ready" with Post and
 //     waits for its peers' announcements with Wait/WaitAll;
 //   - two kinds of buffers per rank and epoch parity: a small inline slot
-//     whose sequence flag shares the first cache line with the data (a tiny
-//     payload travels as one cache line), and a data half for bulk chunks;
+//     whose sequence flag shares the first cache line with the operation's
+//     stamp and the data (a tiny payload travels as one cache line), and a
+//     data half for bulk chunks;
 //   - waits that spin, then yield, then sleep on a futex, and that notice a
 //     dead or closed peer, a closed arena and the end of a context.
 //
@@ -27,6 +28,18 @@
 // own epoch-e buffers only after WaitAll(e-1) returned. (A rank may write
 // its epoch e+1 buffers while still reading epoch e: all peers have posted
 // e, so they are done with epoch e-1, which has the same parity.)
+//
+// # Stamps
+//
+// Ranks that call different operations, or the same one with different
+// sizes, would otherwise run different numbers of epochs and read each
+// other's buffers with the wrong sizes. So the first epoch of every
+// operation is posted with PostStamped, which writes a Stamp (what the
+// operation is, as the caller encodes it) into the flag line of the inline
+// slot, and every rank compares its peers' stamps with its own after
+// waiting for that epoch and before reading any of their data. Ranks whose
+// stamps differ all stop after that one epoch, so their epochs still agree
+// and the arena stays usable.
 //
 // # Lifetime
 //

@@ -16,16 +16,18 @@ import (
 //	  line 1  attach count: every peer that mapped the segment adds 1
 //	  line 2  posted (the owner's last posted epoch), waiters (peers that
 //	          may sleep on the bell), bell (futex word, bumped to wake them)
-//	inline slots, parity 0 and 1: each a flag word (the epoch of the data)
-//	  followed by InlineBytes of payload, in whole cache lines
+//	inline slots, parity 0 and 1: each a flag word (the epoch of the data),
+//	  the stamp of the operation that epoch began (three words, see
+//	  stamp.go), then InlineBytes of payload, in whole cache lines
 //	data halves, parity 0 and 1: DataBytes/2 each, page aligned
 const (
-	lineSize  = 64
-	pageSize  = 4096
-	flagBytes = 8 // the flag word at the start of an inline slot
+	lineSize   = 64
+	pageSize   = 4096
+	flagBytes  = 8  // the flag word at the start of an inline slot
+	stampBytes = 24 // the Stamp after it (three words), in the same cache line
 
 	segMagic   = 0x616e657261636368 // "hccarena", stored last: the header is ready
-	segVersion = 1
+	segVersion = 2                  // 2: stamps in the inline slots
 
 	hMagic       = 0
 	hVersion     = 8
@@ -49,7 +51,7 @@ type geometry struct {
 	dataBytes   int // both halves
 }
 
-func (g geometry) inlineSlotSize() int { return flagBytes + g.inlineBytes }
+func (g geometry) inlineSlotSize() int { return flagBytes + stampBytes + g.inlineBytes }
 
 // inlineOffset is where the inline slot of a parity starts.
 func (g geometry) inlineOffset(parity int) int { return headerSize + parity*g.inlineSlotSize() }
