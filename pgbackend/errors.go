@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/hccl-go/hccl-go/collectives/intra"
 	"github.com/hccl-go/hccl-go/streams"
 	"github.com/hccl-go/hccl-go/transport"
 	"github.com/hccl-go/hccl-go/transport/arena"
@@ -45,7 +46,7 @@ func Classify(err error) Class {
 		return ClassNone
 	case errors.Is(err, ErrInvalidArgument):
 		return ClassInvalidArgument
-	case errors.Is(err, ErrDestroyed), errors.Is(err, ErrMismatch):
+	case errors.Is(err, ErrDestroyed), errors.Is(err, ErrMismatch), errors.Is(err, intra.ErrMismatch):
 		return ClassInvalidUsage
 	case errors.Is(err, ErrAborted):
 		return ClassAborted
