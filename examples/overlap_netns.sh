@@ -5,25 +5,31 @@
 # gloo in the same run). Needs root (ip netns, tc). The addresses exist only
 # inside the two namespaces, which are deleted on exit.
 #
-#   sudo examples/overlap_netns.sh                       # defaults below
-#   RATE=1gbit PIN=1 HCCL_GO_MAXPROCS=1 sudo -E examples/overlap_netns.sh --threads 1
+#   sudo examples/overlap_netns.sh                  # the README's configuration
+#   RATE=100mbit MTU=1500 PIN=0 sudo -E examples/overlap_netns.sh --batch 160
 #
-# Environment: RATE (default 200mbit), MTU (default 1500; 9000 = jumbo
-# frames, as cluster networks use, cuts the per-packet kernel work that the
-# emulated link charges to the ranks' cores), PIN=1 pins rank r to CPU r (taskset;
-# every thread of the process, the Go runtime's included), PRIORITY (e.g.
-# -10: each rank runs in a scheduling autogroup of its own with that nice
-# value, which shields the measurement from other sessions' load on a shared
-# machine; default: unchanged), PYTHON (default .venv/bin/python), HCCL_GO_* and OVERLAP_ARGS pass
-# through. Extra arguments go to torch_hccl_go.overlap.
+# Environment: RATE (default 200mbit); MTU (default 9000: jumbo frames, as
+# cluster networks use; 1500 multiplies the per-packet kernel work, which
+# the emulated link charges to the ranks' own cores); PIN (default 1: rank
+# r and all its threads, the Go runtime's included, on CPUs [r*THREADS,
+# (r+1)*THREADS) via taskset; 0: unpinned); HCCL_GO_MAXPROCS (default 1;
+# set it empty to let Go use every core); THREADS (torch threads per rank, default nproc/2);
+# PRIORITY (e.g. -10: each rank runs in a scheduling autogroup of its own
+# with that nice value, which shields the measurement from other sessions'
+# load on a shared machine; default: unchanged); PYTHON (default
+# .venv/bin/python). Other HCCL_GO_* variables and OVERLAP_ARGS pass
+# through; extra arguments go to torch_hccl_go.overlap.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
 RATE=${RATE:-200mbit}
-MTU=${MTU:-1500}
-PYTHON=${PYTHON:-.venv/bin/python}
-PIN=${PIN:-0}
+MTU=${MTU:-9000}
+PIN=${PIN:-1}
 PRIORITY=${PRIORITY:-}
+PYTHON=${PYTHON:-.venv/bin/python}
+THREADS=${THREADS:-$(( $(nproc) / 2 > 0 ? $(nproc) / 2 : 1 ))}
+export HCCL_GO_MAXPROCS=${HCCL_GO_MAXPROCS-1}
+[ -n "$HCCL_GO_MAXPROCS" ] || unset HCCL_GO_MAXPROCS
 NS=hgov$$
 A=${NS}a
 B=${NS}b
@@ -52,12 +58,12 @@ ip -n "$B" link set veth-b mtu "$MTU" up
 tc -n "$A" qdisc add dev veth-a root tbf rate "$RATE" burst 64kb latency 100ms
 tc -n "$B" qdisc add dev veth-b root tbf rate "$RATE" burst 64kb latency 100ms
 
-run_rank() { # rank namespace device cpu
+run_rank() { # rank namespace device slot (slot s gets CPUs [s*THREADS, (s+1)*THREADS))
 	local pin=()
-	if [ "$PIN" = 1 ]; then pin=(taskset -c "$4"); fi
+	if [ "$PIN" = 1 ]; then pin=(taskset -c "$(( $4 * THREADS ))-$(( $4 * THREADS + THREADS - 1 ))"); fi
 	local cmd=(ip netns exec "$2" env RANK="$1" WORLD_SIZE=2 LOCAL_RANK=0 MASTER_ADDR="$ADDR_A" MASTER_PORT="$PORT"
 		HCCL_GO_HOST_ID="host$1" HCCL_GO_SOCKET_IFNAME="$3" GLOO_SOCKET_IFNAME="$3"
-		"${pin[@]}" "$PYTHON" -m torch_hccl_go.overlap ${OVERLAP_ARGS:-} "${@:5}")
+		"${pin[@]}" "$PYTHON" -m torch_hccl_go.overlap --threads "$THREADS" ${OVERLAP_ARGS:-} "${@:5}")
 	if [ -n "$PRIORITY" ]; then
 		# A new session is a new autogroup; its nice value weighs it against
 		# the other sessions' groups.
@@ -67,7 +73,7 @@ run_rank() { # rank namespace device cpu
 	PIDS="${PIDS:-} $!"
 }
 
-echo "# two hosts, link $RATE each way (tc tbf), MTU $MTU, PIN=$PIN, PRIORITY=${PRIORITY:-unchanged}, HCCL_GO_MAXPROCS=${HCCL_GO_MAXPROCS:-unset}, load: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+echo "# two hosts, link $RATE each way (tc tbf), MTU $MTU, PIN=$PIN, THREADS=$THREADS, PRIORITY=${PRIORITY:-unchanged}, HCCL_GO_MAXPROCS=${HCCL_GO_MAXPROCS:-unset}, load: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 run_rank 0 "$A" veth-a 0 "$@"
 run_rank 1 "$B" veth-b 1 "$@"
 status=0

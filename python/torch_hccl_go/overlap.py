@@ -56,8 +56,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--width", type=int, default=96, help="hidden width of the head (cnn) or of every layer (mlp)")
     p.add_argument("--depth", type=int, default=6, help="mlp: hidden layers")
     p.add_argument("--inputs", type=int, default=64, help="mlp: input features")
-    p.add_argument("--batch", type=int, default=32)
-    p.add_argument("--bucket-cap-mb", type=float, default=1.0, help="DDP bucket_cap_mb")
+    p.add_argument("--batch", type=int, default=128)
+    p.add_argument(
+        "--bucket-cap-mb",
+        type=float,
+        default=0.25,
+        help="DDP bucket_cap_mb (small buckets: the last one, issued when backward ends, is all that cannot hide)",
+    )
     p.add_argument("--steps", type=int, default=20, help="timed runs of each phase per backend")
     p.add_argument("--warmup", type=int, default=2)
     p.add_argument("--threads", type=int, default=0, help="torch.set_num_threads (0: leave torch's default)")
