@@ -194,11 +194,25 @@ func (s *Scheduler) armTimerLocked(deadline, now time.Time) {
 	s.timer.Reset(deadline.Sub(now))
 }
 
+// inlineGrace is how long a newly granted operation waits for a waiter to
+// claim it before a worker runs it: longer than the way back from issuing
+// to waiting through C++ and Python (a few µs), short against any op whose
+// issuer does not wait.
+const inlineGrace = 30 * time.Microsecond
+
 // launch starts granted operations on new workers and watches
 // dependencies. Call without s.mu.
 func (s *Scheduler) launch(grants []*task, watch []*Work) {
 	for _, t := range grants {
-		go s.work(t)
+		if t.light {
+			go s.work(t)
+			continue
+		}
+		// A caller that waits at once (a synchronous op) runs the op itself
+		// (Work.RunInline) with no thread hand-off; the worker starts a
+		// moment later, for work nobody waits on yet, and finds the op
+		// claimed if the waiter took it.
+		time.AfterFunc(inlineGrace, func() { s.work(t) })
 	}
 	for _, dep := range watch {
 		dep.OnComplete(func(error) { s.kick() })
