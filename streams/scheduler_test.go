@@ -149,7 +149,7 @@ func TestHighPriorityRunsBesideLongLowOp(t *testing.T) {
 	var rec recorder
 	release := make(chan struct{})
 	l := low.Submit("long low", rec.op("low", release))
-	waitRunning(t, sch, 1)
+	require.Eventually(t, func() bool { return index(rec.get(), "start low") == 0 }, waitLimit, time.Millisecond)
 	h := high.Submit("high", rec.op("high", nil))
 	waitAll(t, h)
 	close(release)
