@@ -5,54 +5,25 @@ package arena
 import (
 	"errors"
 	"fmt"
-	"runtime"
 	"sync/atomic"
 	"syscall"
 	"time"
-	"unsafe"
+
+	"github.com/hccl-go/hccl-go/transport/internal/futex"
 )
 
-// System calls the arena needs, Linux only: cross-process futexes on words
-// of a MAP_SHARED mapping (hence no FUTEX_PRIVATE_FLAG), open-file-
-// description locks for liveness, and segment files.
+// System calls the arena needs, Linux only: open-file-description locks for
+// liveness, and segment files. Futex waits are in transport/internal/futex.
+
+// The waits of the arena (sys_other.go has the stubs of other systems).
+func sleepOn(addr *atomic.Uint32, val uint32, d time.Duration) error { return futex.Wait(addr, val, d) }
+func wakeAll(addr *atomic.Uint32)                                    { futex.WakeAll(addr) }
+func yieldCPU()                                                      { futex.Yield() }
 
 const (
-	futexWait = 0
-	futexWake = 1
-
 	fOFDGetlk = 36 // F_OFD_GETLK
 	fOFDSetlk = 37 // F_OFD_SETLK
 )
-
-// sleepOn sleeps while *addr == val, for at most d. Returning early (value
-// changed, woken, interrupted, timed out) is not an error: callers re-check.
-func sleepOn(addr *atomic.Uint32, val uint32, d time.Duration) error {
-	if d <= 0 {
-		return nil
-	}
-	ts := syscall.NsecToTimespec(int64(d))
-	_, _, errno := syscall.Syscall6(syscall.SYS_FUTEX, uintptr(unsafe.Pointer(addr)),
-		futexWait, uintptr(val), uintptr(unsafe.Pointer(&ts)), 0, 0)
-	switch errno {
-	case 0, syscall.EAGAIN, syscall.EINTR, syscall.ETIMEDOUT:
-		return nil
-	}
-	return fmt.Errorf("futex wait: %w", errno)
-}
-
-// wakeAll wakes every process sleeping on addr. It cannot fail on a live
-// mapping; a lost wake-up would only cost the sleeper its timeout.
-func wakeAll(addr *atomic.Uint32) {
-	_, _, _ = syscall.Syscall6(syscall.SYS_FUTEX, uintptr(unsafe.Pointer(addr)),
-		futexWake, uintptr(1<<31-1), 0, 0, 0)
-}
-
-// yieldCPU lets other goroutines, then other threads and processes (the
-// peer being waited for, on a busy machine) run.
-func yieldCPU() {
-	runtime.Gosched()
-	_, _, _ = syscall.RawSyscall(syscall.SYS_SCHED_YIELD, 0, 0, 0) // cannot fail
-}
 
 // lockFile takes a write lock on the first byte of fd, owned by this open
 // file description: it lasts until the description is closed, which the

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hccl-go/hccl-go/transport"
+	"github.com/hccl-go/hccl-go/transport/internal/futex"
 )
 
 // Endpoint is one rank's shared-memory links to the other ranks of its host.
@@ -314,13 +315,13 @@ func (e *Endpoint) Close() error {
 		close(e.closedCh)
 		e.hdr.closed().Store(1)
 		e.hdr.bell().Add(1)
-		futexWakeAll(e.hdr.bell()) // our reader
+		futex.WakeAll(e.hdr.bell()) // our reader
 		select {
 		case e.readerWake <- struct{}{}:
 		default:
 		}
 		for _, l := range e.local {
-			futexWakeAll(l.out.r.spaceSeq()) // our senders sleeping on a full ring
+			futex.WakeAll(l.out.r.spaceSeq()) // our senders sleeping on a full ring
 		}
 		e.token.Lock() // nobody is writing into a receive's buffer (see recvCMA)
 		e.mu.Lock()

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/hccl-go/hccl-go/transport"
+	"github.com/hccl-go/hccl-go/transport/internal/futex"
 )
 
 const (
@@ -60,10 +61,10 @@ func (e *Endpoint) readLoop() {
 		e.token.Unlock()
 		switch {
 		case worked || deferred:
-			yield() // let a receiver we just completed, or the one awaited, run
+			futex.Yield() // let a receiver we just completed, or the one awaited, run
 		case young:
 			// Off the doorbell: senders need not wake us for these.
-			_ = futexWait(e.hdr.bell(), e.hdr.bell().Load(), unexpectedDelay)
+			_ = futex.Wait(e.hdr.bell(), e.hdr.bell().Load(), unexpectedDelay)
 		default:
 			e.sleep(time.Until(nextCheck))
 		}
@@ -127,7 +128,7 @@ func (e *Endpoint) sleep(d time.Duration) {
 	}
 	// An error here is impossible for a live mapping; the loop would
 	// notice anything else on its next pass.
-	_ = futexWait(bell, v, d)
+	_ = futex.Wait(bell, v, d)
 }
 
 // anyReady reports whether a ring has a published slot. The caller holds
@@ -197,5 +198,5 @@ func (e *Endpoint) failPeer(l *link, cause error, drain bool) {
 	e.mu.Lock()
 	e.failPeerLocked(l.rank, &transport.PeerError{Peer: l.rank, Op: "recv", Err: cause})
 	e.mu.Unlock()
-	futexWakeAll(l.out.r.spaceSeq()) // our senders blocked on its full ring
+	futex.WakeAll(l.out.r.spaceSeq()) // our senders blocked on its full ring
 }

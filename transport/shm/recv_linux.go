@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/hccl-go/hccl-go/transport"
+	"github.com/hccl-go/hccl-go/transport/internal/futex"
 )
 
 // maxMessage bounds the length a peer may announce; anything larger is a
@@ -110,7 +111,7 @@ func (e *Endpoint) pollFor(ctx context.Context, r *request) error {
 			return nil
 		}
 		if elapsed >= spinEnd {
-			yield()
+			futex.Yield()
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/hccl-go/hccl-go/transport"
+	"github.com/hccl-go/hccl-go/transport/internal/futex"
 )
 
 var (
@@ -212,5 +213,5 @@ func (e *Endpoint) abortRing(l *link, cause error) {
 	l.out.broken = fmt.Errorf("%w (%v)", errLinkAborted, cause)
 	l.out.r.aborted().Store(1)
 	l.hdr.bell().Add(1)
-	futexWakeAll(l.hdr.bell())
+	futex.WakeAll(l.hdr.bell())
 }

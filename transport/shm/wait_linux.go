@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync/atomic"
 	"time"
+
+	"github.com/hccl-go/hccl-go/transport/internal/futex"
 )
 
 // wait blocks until ready reports true: it spins for cfg.SpinTime, then
@@ -42,7 +44,7 @@ func (e *Endpoint) wait(ctx context.Context, ready func() bool, check func() err
 			continue
 		}
 		if elapsed < yieldEnd {
-			yield()
+			futex.Yield()
 			continue
 		}
 		if stopWake == nil {
@@ -59,7 +61,7 @@ func (e *Endpoint) wait(ctx context.Context, ready func() bool, check func() err
 		if dl, ok := ctx.Deadline(); ok {
 			d = min(d, time.Until(dl))
 		}
-		err := futexWait(word, v, d)
+		err := futex.Wait(word, v, d)
 		waiters.Store(0)
 		if err != nil {
 			return err
@@ -74,6 +76,6 @@ func (e *Endpoint) wakeWord(word *atomic.Uint32) {
 	defer e.life.RUnlock()
 	if !e.closed.Load() {
 		word.Add(1)
-		futexWakeAll(word)
+		futex.WakeAll(word)
 	}
 }
