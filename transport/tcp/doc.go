@@ -18,9 +18,12 @@
 // streams the body of a large message is striped across all of them. Each
 // connection has one reader goroutine, which reads a body straight into the
 // receive buffer when the Recv is already posted (or takes over when it is
-// posted mid-message), and otherwise into a pooled buffer. Writers send header
-// and body with one writev, with TCP_NODELAY. Go's runtime retries EINTR
-// inside its socket calls, so no caller sees it.
+// posted mid-message), and otherwise into a pooled buffer. On Linux, large
+// bodies are read with SO_RCVLOWAT raised to what the frame still needs (at
+// most 256 KiB), so the reader wakes per quarter megabyte, not per packet
+// (rcvlowat.go). Writers send header and body with one writev, with
+// TCP_NODELAY. Go's runtime retries EINTR inside its socket calls, so no
+// caller sees it.
 //
 // Failure: an EOF or reset on any connection to a peer fails the whole link
 // at once: every pending and later Send or Recv involving that peer returns a

@@ -59,6 +59,7 @@ func newLink(e *Endpoint, peer int, conns []*net.TCPConn, fragSize int) *link {
 			conn:  c,
 			wtok:  make(chan struct{}, 1),
 			br:    bufio.NewReaderSize(c, readBufferSize),
+			lowat: newRcvLowat(rcvLowatSetter(c)),
 		})
 	}
 	return l

@@ -37,8 +37,9 @@ type stream struct {
 	wbufs net.Buffers
 
 	// Read side, used by the reader goroutine only.
-	br   *bufio.Reader
-	rhdr [headerSize]byte
+	br    *bufio.Reader
+	rhdr  [headerSize]byte
+	lowat rcvLowat // the socket's receive low-water mark (rcvlowat.go)
 
 	imu         sync.Mutex
 	interrupted bool // a read deadline was set by Interrupt
@@ -257,10 +258,18 @@ func (s *stream) land(in *match.Incoming, off, cnt int) error {
 }
 
 // readFull fills p. An Interrupt either restarts the read (retry) or ends it
-// with errInterrupted, so the caller can ask where the rest goes.
+// with errInterrupted, so the caller can ask where the rest goes. p never
+// extends past the current frame, so the bytes it still needs are sure to
+// come: a read that will go to the socket (nothing buffered) first sets the
+// low-water mark for them.
 func (s *stream) readFull(p []byte, retry bool) (int, error) {
 	n := 0
 	for n < len(p) {
+		if s.br.Buffered() == 0 {
+			if err := s.lowat.prepare(len(p) - n); err != nil {
+				return n, err
+			}
+		}
 		m, err := s.br.Read(p[n:])
 		n += m
 		if err != nil {
@@ -275,8 +284,13 @@ func (s *stream) readFull(p []byte, retry bool) (int, error) {
 	return n, nil
 }
 
-// discard skips cnt bytes of the connection.
+// discard skips cnt bytes of the connection. It reads through the buffer
+// several times per call, so it keeps the low-water mark at 1 (abandoned
+// receives are rare; they need not be cheap).
 func (s *stream) discard(cnt int) (int, error) {
+	if err := s.lowat.prepare(0); err != nil {
+		return 0, err
+	}
 	n := 0
 	for n < cnt {
 		m, err := s.br.Discard(cnt - n)
