@@ -250,3 +250,18 @@ hcclGoResult_t hcclGoTopoSimulate(const char* argsJson, char* out, size_t len) {
   HCCL_GO_NOT_IN_FORK();
   return goTopoSimulate((char*)argsJson, out, len);
 }
+
+hcclGoResult_t hcclGoCommNumStreams(hcclGoComm_t comm, int* n) {
+  HCCL_GO_NOT_IN_FORK();
+  return goCommNumStreams(comm, n);
+}
+
+hcclGoResult_t hcclGoEventRecord(hcclGoComm_t comm, int stream, hcclGoWork_t* event) {
+  HCCL_GO_NOT_IN_FORK();
+  return goEventRecord(comm, stream, event);
+}
+
+hcclGoResult_t hcclGoStreamWaitWork(hcclGoComm_t comm, int stream, hcclGoWork_t work, hcclGoWork_t* marker) {
+  HCCL_GO_NOT_IN_FORK();
+  return goStreamWaitWork(comm, stream, work, marker);
+}

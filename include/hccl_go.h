@@ -265,6 +265,30 @@ hcclGoResult_t hcclGoWorkSetCallback(hcclGoWork_t work, hcclGoCallback_t cb, voi
  * registered callback still fires. */
 hcclGoResult_t hcclGoWorkFree(hcclGoWork_t work);
 
+/* ---- Streams and events ------------------------------------------------
+ * A communicator has HCCL_GO_STREAMS collective streams (default 2; stream
+ * 0 is HCCL_GO_STREAM_DEFAULT, 1 HCCL_GO_STREAM_HIGH_PRIORITY). Ops of one
+ * stream start in order; ops of different streams run concurrently. Events
+ * order work across streams without blocking the caller, as CUDA's
+ * cudaEventRecord / cudaStreamWaitEvent. Events and markers are ordinary
+ * works: wait, test, set a callback and free them like any other. A stream
+ * index outside [0, n) fails with hcclGoInvalidArgument. Like collectives,
+ * events take room on their stream's queue (HCCL_GO_STREAM_DEPTH) and may
+ * block while it is full, for at most the comm's timeout. */
+
+/* Writes the number of collective streams of comm to *n. */
+hcclGoResult_t hcclGoCommNumStreams(hcclGoComm_t comm, int* n);
+/* Records an event on stream: *event completes (with hcclGoSuccess) once
+ * every op issued on that stream before it has completed; the ops report
+ * their own errors. It runs no communication and needs no matching call on
+ * the other ranks. */
+hcclGoResult_t hcclGoEventRecord(hcclGoComm_t comm, int stream, hcclGoWork_t* event);
+/* Makes the ops issued on stream after this call start only once work has
+ * completed, successfully or not. work may be an event, a collective of any stream, a
+ * point-to-point op, or a work of another communicator. *marker completes
+ * with work's status once it has. The caller does not block. */
+hcclGoResult_t hcclGoStreamWaitWork(hcclGoComm_t comm, int stream, hcclGoWork_t work, hcclGoWork_t* marker);
+
 #ifdef __cplusplus
 }
 #endif
