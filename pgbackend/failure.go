@@ -108,14 +108,13 @@ func (c *Communicator) fail(cause error, notify bool) error {
 // into the one the caller sees.
 func (c *Communicator) runOp(id uint64, op opDesc, body func(ctx context.Context) error) error {
 	c.flight.start(id, op)
-	name := op.name(c.rank, c.size)
 	if cause := c.failure(); cause != nil {
-		err := failedError(name, cause, nil)
+		err := failedError(op.name(c.rank, c.size), cause, nil)
 		c.flight.end(id, op, err)
 		return err
 	}
-	ctx, cancel := context.WithTimeout(c.ctx, c.cfg.Timeout)
-	defer cancel()
+	ctx := newOpContext(c.ctx, c.cfg.Timeout)
+	defer ctx.release()
 	start := time.Now()
 	err := body(ctx)
 	if err != nil && c.ctx.Err() == nil && isLinkError(err) {
@@ -134,14 +133,14 @@ func (c *Communicator) runOp(id uint64, op opDesc, body func(ctx context.Context
 		c.flight.end(id, op, nil)
 		return nil
 	case c.ctx.Err() != nil:
-		err = failedError(name, context.Cause(c.ctx), err)
+		err = failedError(op.name(c.rank, c.size), context.Cause(c.ctx), err)
 		c.flight.end(id, op, err)
 		return err
 	case ctx.Err() == context.DeadlineExceeded:
-		err = fmt.Errorf("%s: %w after %v (timeout %v)%s: %w", name, ErrTimeout,
+		err = fmt.Errorf("%s: %w after %v (timeout %v)%s: %w", op.name(c.rank, c.size), ErrTimeout,
 			time.Since(start).Round(time.Millisecond), c.cfg.Timeout, c.stragglers(op), err)
 	default:
-		err = fmt.Errorf("%s: %w", name, err)
+		err = fmt.Errorf("%s: %w", op.name(c.rank, c.size), err)
 	}
 	c.flight.end(id, op, err)
 	if op.Peer >= 0 || keepsCommUsable(err) {

@@ -52,6 +52,9 @@ func (c *Communicator) reserve(stream int) (*streams.Reservation, error) {
 	if stream < 0 || stream >= len(c.streams) {
 		return nil, fmt.Errorf("rank %d: %w: stream %d out of range [0, %d) (HCCL_GO_STREAMS)", c.rank, ErrInvalidArgument, stream, len(c.streams))
 	}
+	if r := c.streams[stream].TryReserve(); r != nil {
+		return r, nil // room at once: no deadline to make
+	}
 	ctx, cancel := c.ctx, context.CancelFunc(func() {})
 	if c.cfg.Timeout > 0 {
 		ctx, cancel = context.WithTimeout(ctx, c.cfg.Timeout)

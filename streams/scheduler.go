@@ -212,7 +212,10 @@ func (s *Scheduler) launch(grants []*task, watch []*Work) {
 		// (Work.RunInline) with no thread hand-off; the worker starts a
 		// moment later, for work nobody waits on yet, and finds the op
 		// claimed if the waiter took it.
-		time.AfterFunc(inlineGrace, func() { s.work(t) })
+		t.grace.Store(time.AfterFunc(inlineGrace, func() { s.work(t) }))
+		if t.claimed.Load() {
+			t.grace.Load().Stop() // claimed while the timer was being made
+		}
 	}
 	for _, dep := range watch {
 		dep.OnComplete(func(error) { s.kick() })

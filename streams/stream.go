@@ -56,10 +56,8 @@ type Reservation struct {
 // it the next sequence number of a collective) only once it is sure to be
 // queued.
 func (s *Stream) Reserve(ctx context.Context) (*Reservation, error) {
-	select {
-	case s.slots <- struct{}{}:
-		return &Reservation{s: s}, nil
-	default:
+	if r := s.TryReserve(); r != nil {
+		return r, nil
 	}
 	select {
 	case s.slots <- struct{}{}:
@@ -67,6 +65,16 @@ func (s *Stream) Reserve(ctx context.Context) (*Reservation, error) {
 	case <-ctx.Done():
 		return nil, fmt.Errorf("stream %s: waiting for room (%d operations queued): %w",
 			s.sched.describe(s), cap(s.slots), context.Cause(ctx))
+	}
+}
+
+// TryReserve is Reserve without waiting: nil when the stream is full.
+func (s *Stream) TryReserve() *Reservation {
+	select {
+	case s.slots <- struct{}{}:
+		return &Reservation{s: s}
+	default:
+		return nil
 	}
 }
 

@@ -24,6 +24,9 @@ type task struct {
 	// Exactly one of the worker it was granted to and a waiter
 	// (Work.RunInline) claims it and runs it.
 	claimed atomic.Bool
+	// grace starts the worker after inlineGrace; a waiter that claims the
+	// task first stops it, so a synchronous op costs no timer wake-up.
+	grace atomic.Pointer[time.Timer]
 }
 
 // pendingDep returns a dependency not yet complete, or nil.
@@ -59,6 +62,9 @@ func (t *task) runInline() bool {
 	sch.mu.Unlock()
 	if !t.claimed.CompareAndSwap(false, true) {
 		return false
+	}
+	if g := t.grace.Load(); g != nil {
+		g.Stop()
 	}
 	sch.finish(t, t.execute(), false)
 	return true

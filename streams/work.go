@@ -103,6 +103,11 @@ func (w *Work) RunInline() bool {
 // (timeout <= 0: no limit besides ctx). It returns the work's status, or an
 // error wrapping ErrTimeout or ctx.Err().
 func (w *Work) Wait(ctx context.Context, timeout time.Duration) error {
+	select {
+	case <-w.done: // the common case after RunInline: no timer to make
+		return w.Err()
+	default:
+	}
 	var timer <-chan time.Time
 	if timeout > 0 {
 		t := time.NewTimer(timeout)

@@ -18,7 +18,9 @@ import (
 // The waits of the arena (sys_other.go has the stubs of other systems).
 func sleepOn(addr *atomic.Uint32, val uint32, d time.Duration) error { return futex.Wait(addr, val, d) }
 func wakeAll(addr *atomic.Uint32)                                    { futex.WakeAll(addr) }
-func yieldCPU()                                                      { futex.Yield() }
+
+// yielder yields the processor between polls (see futex.Yielder).
+type yielder = futex.Yielder
 
 const (
 	fOFDGetlk = 36 // F_OFD_GETLK

@@ -35,6 +35,7 @@ func (a *Arena) wait(ctx context.Context, j int, w *atomic.Uint64, e uint64) err
 		}
 	}
 	nextLiveness := time.Duration(0)
+	var y yielder
 	var stopWake func() bool
 	defer func() {
 		if stopWake != nil {
@@ -57,7 +58,7 @@ func (a *Arena) wait(ctx context.Context, j int, w *atomic.Uint64, e uint64) err
 			if err := a.interrupted(ctx, j, e); err != nil {
 				return err
 			}
-			yieldCPU()
+			y.Yield()
 			continue
 		}
 		if stopWake == nil {

@@ -30,6 +30,7 @@ func (e *Endpoint) readLoop() {
 	nextCheck := time.Now().Add(e.cfg.LivenessInterval)
 	timer := time.NewTimer(pollerCheck)
 	defer timer.Stop()
+	var y futex.Yielder
 	for !e.closed.Load() {
 		now := time.Now()
 		check := !now.Before(nextCheck)
@@ -61,7 +62,7 @@ func (e *Endpoint) readLoop() {
 		e.token.Unlock()
 		switch {
 		case worked || deferred:
-			futex.Yield() // let a receiver we just completed, or the one awaited, run
+			y.Yield() // let a receiver we just completed, or the one awaited, run
 		case young:
 			// Off the doorbell: senders need not wake us for these.
 			_ = futex.Wait(e.hdr.bell(), e.hdr.bell().Load(), unexpectedDelay)

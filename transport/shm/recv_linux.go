@@ -91,6 +91,7 @@ func (e *Endpoint) pollFor(ctx context.Context, r *request) error {
 	start := time.Now()
 	spinEnd := e.cfg.SpinTime
 	yieldEnd := spinEnd + e.cfg.YieldTime
+	var y futex.Yielder
 	for {
 		if e.token.TryLock() {
 			if !e.closed.Load() { // Close unmaps the rings after its own turn with token
@@ -111,7 +112,7 @@ func (e *Endpoint) pollFor(ctx context.Context, r *request) error {
 			return nil
 		}
 		if elapsed >= spinEnd {
-			futex.Yield()
+			y.Yield()
 		}
 	}
 }

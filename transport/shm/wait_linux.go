@@ -21,6 +21,7 @@ func (e *Endpoint) wait(ctx context.Context, ready func() bool, check func() err
 	start := time.Now()
 	spinEnd := e.cfg.SpinTime
 	yieldEnd := spinEnd + e.cfg.YieldTime
+	var y futex.Yielder
 	var stopWake func() bool
 	defer func() {
 		if stopWake != nil {
@@ -44,7 +45,7 @@ func (e *Endpoint) wait(ctx context.Context, ready func() bool, check func() err
 			continue
 		}
 		if elapsed < yieldEnd {
-			futex.Yield()
+			y.Yield()
 			continue
 		}
 		if stopWake == nil {
