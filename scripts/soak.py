@@ -22,6 +22,7 @@ import argparse
 import itertools
 import multiprocessing as mp
 import os
+import queue
 import random
 import sys
 import tempfile
@@ -199,12 +200,20 @@ def main() -> int:
     for p in procs:
         p.start()
     reports = {}
+    gone_since = None
     while len(reports) < args.world:
+        # A long soak reports only at the end: wait as long as every rank
+        # lives (each fails by itself at the process group timeout if stuck).
         try:
-            r = q.get(timeout=args.timeout + 60)
-        except Exception:  # noqa: BLE001
-            print("soak: a rank stopped answering", file=sys.stderr)
-            break
+            r = q.get(timeout=5)
+        except queue.Empty:
+            gone = [i for i, p in enumerate(procs) if not p.is_alive() and i not in reports]
+            if gone:
+                gone_since = gone_since or time.time()
+                if time.time() - gone_since > 60:
+                    print(f"soak: rank(s) {gone} exited without a report", file=sys.stderr)
+                    break
+            continue
         reports[r[0]] = r
         if r[5]:
             print(f"soak: rank {r[0]} failed:\n{r[5]}", file=sys.stderr)
