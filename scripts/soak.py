@@ -52,10 +52,12 @@ def plan(rng: random.Random, world: int, groups: list[tuple[int, ...]]) -> dict:
 
 def make_input(torch, n: int, dtype, op: str, it: int, rank: int):
     """Small integers, exact in every dtype after any reduction of <= 8 ranks."""
-    base = (torch.arange(n, dtype=torch.int64) * (rank * 7 + 3) + it * 13) % 8
+    # Element i depends on i only through i % 8: build one period and tile it
+    # (a copy), not n int64 products and remainders (30x slower at 4 MiB).
+    base = (torch.arange(8, dtype=torch.int64) * (rank * 7 + 3) + it * 13) % 8
     if op == "prod":
         base = base % 2 + 1
-    return base.to(dtype)
+    return base.to(dtype).repeat((n + 7) // 8)[:n]
 
 
 def reduce_ref(torch, xs, op: str, p: int):
