@@ -36,6 +36,7 @@ type Communicator struct {
 	cfg        Config
 	ep         transport.Endpoint
 	transports []string // per peer: "self", "shm", "tcp", "inproc"
+	globalNote string   // suffix of op errors of a subgroup (globalranks.go)
 
 	// ctx is cancelled by Abort, or when the communicator fails (its
 	// cause says why, see failure.go): every running op sees it at once.
@@ -65,6 +66,7 @@ func New(ep transport.Endpoint, cfg Config, transports []string) *Communicator {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	c := &Communicator{
 		rank: ep.Rank(), size: ep.Size(), cfg: cfg, ep: ep, transports: transports,
+		globalNote: globalRanksNote(cfg.GlobalRanks),
 		ctx: ctx, cancel: cancel, reliability: newReliability(cfg),
 	}
 	c.ep, c.stats = countTraffic(ep)

@@ -62,6 +62,9 @@ type Config struct {
 	// ready op for a worker (streams.go).
 	Streams, StreamWorkers, StreamDepth int
 	StreamDefer                         time.Duration
+	// GlobalRanks are the global ranks of a subgroup's members, for error
+	// messages (option global_ranks only; globalranks.go).
+	GlobalRanks []int
 }
 
 // Var documents one configuration variable.
@@ -169,6 +172,14 @@ func (c *Config) ApplyOptions(opts string) error {
 		key, val, ok := strings.Cut(kv, "=")
 		if !ok {
 			return fmt.Errorf("option %q: want key=value", kv)
+		}
+		if strings.EqualFold(strings.TrimSpace(key), globalRanksOption) {
+			ranks, err := parseGlobalRanks(val)
+			if err != nil {
+				return fmt.Errorf("option %s: %w", key, err)
+			}
+			c.GlobalRanks = ranks
+			continue
 		}
 		env := "HCCL_GO_" + strings.ToUpper(strings.TrimSpace(key))
 		v, ok := lookupVar(env)

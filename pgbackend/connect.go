@@ -73,6 +73,10 @@ func connect(ctx context.Context, l *tcp.Listener, rv Rendezvous, cfg Config) (*
 		l.Close()
 		return nil, fmt.Errorf("init: %w: %d host ids for %d ranks", ErrInvalidArgument, len(rv.HostIDs), size)
 	}
+	if cfg.GlobalRanks != nil && len(cfg.GlobalRanks) != size {
+		l.Close()
+		return nil, fmt.Errorf("init: %w: option global_ranks lists %d ranks for %d", ErrInvalidArgument, len(cfg.GlobalRanks), size)
+	}
 	ctx, cancel := context.WithTimeout(ctx, cfg.ConnectTimeout)
 	defer cancel()
 	local, err := shmPeers(rv, cfg)

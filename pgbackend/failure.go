@@ -106,7 +106,8 @@ func (c *Communicator) fail(cause error, notify bool) error {
 
 // runOp runs one recorded op with the op's deadline and turns its error
 // into the one the caller sees.
-func (c *Communicator) runOp(id uint64, op opDesc, body func(ctx context.Context) error) error {
+func (c *Communicator) runOp(id uint64, op opDesc, body func(ctx context.Context) error) (err error) {
+	defer func() { err = c.withGlobalRanks(err) }()
 	c.flight.start(id, op)
 	if cause := c.failure(); cause != nil {
 		err := failedError(op.name(c.rank, c.size), cause, nil)
@@ -116,7 +117,7 @@ func (c *Communicator) runOp(id uint64, op opDesc, body func(ctx context.Context
 	ctx := newOpContext(c.ctx, c.cfg.Timeout)
 	defer ctx.release()
 	start := time.Now()
-	err := body(ctx)
+	err = body(ctx)
 	if err != nil && c.ctx.Err() == nil && isLinkError(err) {
 		// A broken link is often the echo of an earlier failure: the peer
 		// failed because a third rank died, told us, and left. Give the

@@ -23,6 +23,10 @@ def create_backend(dist_opts, pg_options) -> _C.HcclGoBackend:
     timeout = opts.effective_timeout(group_timeout)
     options = opts.to_string(group_timeout)
     rank, size = dist_opts.group_rank, dist_opts.group_size
+    # A subgroup's errors then name its members' global ranks too.
+    global_ranks = list(getattr(dist_opts, "global_ranks_in_group", None) or [])
+    if len(global_ranks) == size and global_ranks != list(range(size)):
+        options += ";global_ranks=" + ",".join(str(r) for r in global_ranks)
     stream = resolve_stream(opts.stream)  # checked before the rendezvous
     peers = exchange(dist_opts.store, rank, size, opts.listen_addr or "")
     backend = _C.HcclGoBackend(

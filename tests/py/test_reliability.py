@@ -282,6 +282,30 @@ def test_mismatch_detected_on_every_rank():
             assert out[case] and "collective mismatch" in out[case] and diff in out[case], (rank, case, out[case])
 
 
+def _subgroup_mismatch_job(rank, world, workdir):
+    """A mismatch inside new_group([1, 3]): the error maps subgroup ranks to global ones."""
+    import torch
+    import torch.distributed as dist
+
+    group = dist.new_group([1, 3])
+    if rank not in (1, 3):
+        return None
+    try:
+        dist.all_reduce(torch.ones(4 if rank == 1 else 8), group=group)
+        return "no error"
+    except RuntimeError as e:
+        return str(e)
+
+
+def test_subgroup_errors_name_global_ranks():
+    results, errors, codes = launch(_subgroup_mismatch_job, WORLD, env={"HCCL_GO_CHECK": "1"}, op_timeout_s=10, deadline_s=60)
+    assert not errors and sorted(results) == list(range(WORLD)), (errors, codes)
+    for rank in (1, 3):
+        msg = results[rank]
+        assert "collective mismatch" in msg, (rank, msg)
+        assert "as global ranks: 0=global 1, 1=global 3" in msg, (rank, msg)
+
+
 def _unchecked_mismatch_job(rank, world, workdir, n):
     """Mismatched sizes without the check: whatever happens, nothing is written
     outside the buffers (canaries around each rank's tensor)."""
