@@ -67,7 +67,7 @@ func New(ep transport.Endpoint, cfg Config, transports []string) *Communicator {
 	c := &Communicator{
 		rank: ep.Rank(), size: ep.Size(), cfg: cfg, ep: ep, transports: transports,
 		globalNote: globalRanksNote(cfg.GlobalRanks),
-		ctx: ctx, cancel: cancel, reliability: newReliability(cfg),
+		ctx:        ctx, cancel: cancel, reliability: newReliability(cfg),
 	}
 	c.ep, c.stats = countTraffic(ep)
 	c.newStreams()
