@@ -100,7 +100,7 @@ func (s *stream) writeFrame(ctx context.Context, h frameHeader, body []byte) err
 	encodeHeader(s.hdr[:], h)
 	s.iov[0], s.iov[1] = s.hdr[:], body
 	s.wbufs = s.iov[:]
-	n, err := s.write(ctx)
+	n, err := s.write(ctx, headerSize+len(body))
 	s.iov[1] = nil // do not keep the caller's memory
 	if err == nil {
 		return nil
@@ -123,9 +123,16 @@ func (s *stream) writeFrame(ctx context.Context, h frameHeader, body []byte) err
 // cancellable by ctx (which costs a goroutine hand-off and allocations).
 const fastWriteWindow = time.Millisecond
 
-// write writes s.wbufs, stopping early if ctx ends. Almost every frame fits
-// in the socket buffer and goes out at once, so the cancellation machinery
-// is armed only when a first attempt, bounded by a short deadline, stalls.
+// fastWriteMaxBytes is the largest frame written with the fast window.
+// Larger frames often outgrow the socket buffer on a slow link: the window
+// would expire (a timer wake-up and a second writev per frame), so they arm
+// the cancellation at once, which costs little beside their copy.
+const fastWriteMaxBytes = 64 << 10
+
+// write writes s.wbufs (size bytes), stopping early if ctx ends. Almost
+// every small frame fits in the socket buffer and goes out at once, so for
+// those the cancellation machinery is armed only when a first attempt,
+// bounded by a short deadline, stalls.
 //
 // Each write sets the write deadline it needs before writing and leaves it
 // behind afterwards: once every byte is written nothing may turn the frame
@@ -133,7 +140,7 @@ const fastWriteWindow = time.Millisecond
 // the peer, having got the message, closed its endpoint and our reader
 // closed the connection on its goodbye; the peer's last receive then
 // succeeded while our send reported the link closed.)
-func (s *stream) write(ctx context.Context) (int64, error) {
+func (s *stream) write(ctx context.Context, size int) (int64, error) {
 	if ctx.Done() == nil {
 		if err := s.conn.SetWriteDeadline(time.Time{}); err != nil {
 			return 0, fmt.Errorf("clear write deadline: %w", err)
@@ -143,15 +150,20 @@ func (s *stream) write(ctx context.Context) (int64, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
-	if err := s.conn.SetWriteDeadline(time.Now().Add(fastWriteWindow)); err != nil {
-		return 0, fmt.Errorf("set write deadline: %w", err)
-	}
-	n, err := s.wbufs.WriteTo(s.conn)
-	if err == nil || !errors.Is(err, os.ErrDeadlineExceeded) {
-		return n, err
+	var n int64
+	if size <= fastWriteMaxBytes {
+		if err := s.conn.SetWriteDeadline(time.Now().Add(fastWriteWindow)); err != nil {
+			return 0, fmt.Errorf("set write deadline: %w", err)
+		}
+		var err error
+		n, err = s.wbufs.WriteTo(s.conn)
+		if err == nil || !errors.Is(err, os.ErrDeadlineExceeded) {
+			return n, err
+		}
 	}
 
-	// The peer is not keeping up: wait for room until ctx ends.
+	// A large frame, or the peer is not keeping up: wait for room until
+	// ctx ends.
 	fired := make(chan struct{})
 	stop := context.AfterFunc(ctx, func() {
 		_ = s.conn.SetWriteDeadline(longAgo)
