@@ -4,13 +4,12 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
-	"fmt"
 	"runtime"
-	"syscall"
 	"time"
 	"unsafe"
 
 	"github.com/hccl-go/hccl-go/transport"
+	"github.com/hccl-go/hccl-go/transport/internal/cma"
 )
 
 // Single-copy transfers (cross-memory attach). For a large message the
@@ -30,7 +29,7 @@ var errCMA = errors.New("process_vm_readv refused (forced by configuration)")
 
 // useCMA reports whether a message of n bytes to l goes single-copy.
 func (e *Endpoint) useCMA(l *link, n int) bool {
-	return sysProcessVMReadv > 0 && !e.cfg.DisableCMA && n >= e.cfg.CMAThreshold &&
+	return cma.Supported() && !e.cfg.DisableCMA && n >= e.cfg.CMAThreshold &&
 		l.samePidNS && l.out.r.cmaRefused().Load() == 0
 }
 
@@ -139,31 +138,10 @@ func (e *Endpoint) recvCMA(l *link, s []byte, m *landing) error {
 	return nil
 }
 
-// iovec is struct iovec, with the base as a plain address (the remote one
-// is not a pointer of this process).
-type iovec struct {
-	base uintptr
-	len  uint64
-}
-
 // readPeer copies len(dst) bytes at addr in process pid into dst.
 func (e *Endpoint) readPeer(pid int, addr uintptr, dst []byte) error {
 	if e.cfg.forceCMARefusal {
 		return errCMA
 	}
-	for off := 0; off < len(dst); {
-		local := iovec{base: uintptr(unsafe.Pointer(&dst[off])), len: uint64(len(dst) - off)}
-		remote := iovec{base: addr + uintptr(off), len: uint64(len(dst) - off)}
-		n, _, errno := syscall.Syscall6(sysProcessVMReadv, uintptr(pid),
-			uintptr(unsafe.Pointer(&local)), 1, uintptr(unsafe.Pointer(&remote)), 1, 0)
-		runtime.KeepAlive(dst)
-		if errno != 0 {
-			return fmt.Errorf("process_vm_readv: %w", errno)
-		}
-		if n == 0 {
-			return errors.New("process_vm_readv: no progress")
-		}
-		off += int(n)
-	}
-	return nil
+	return cma.Read(pid, dst, addr)
 }
