@@ -284,9 +284,10 @@ hcclGoResult_t hcclGoCommNumStreams(hcclGoComm_t comm, int* n);
  * the other ranks. */
 hcclGoResult_t hcclGoEventRecord(hcclGoComm_t comm, int stream, hcclGoWork_t* event);
 /* Makes the ops issued on stream after this call start only once work has
- * completed, successfully or not. work may be an event, a collective of any stream, a
- * point-to-point op, or a work of another communicator. *marker completes
- * with work's status once it has. The caller does not block. */
+ * completed, successfully or not. work may be an event, a collective of
+ * any stream, a point-to-point op, or a work of another communicator of
+ * this process. *marker completes with work's status once it has. The call
+ * returns at once (unless the stream's queue is full, see above). */
 hcclGoResult_t hcclGoStreamWaitWork(hcclGoComm_t comm, int stream, hcclGoWork_t work, hcclGoWork_t* marker);
 
 #ifdef __cplusplus
