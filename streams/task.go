@@ -66,6 +66,7 @@ func (t *task) runInline() bool {
 	if g := t.grace.Load(); g != nil {
 		g.Stop()
 	}
+	sch.claimedInline()
 	sch.finish(t, t.execute(), false)
 	return true
 }

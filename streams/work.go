@@ -108,6 +108,15 @@ func (w *Work) Wait(ctx context.Context, timeout time.Duration) error {
 		return w.Err()
 	default:
 	}
+	// Announce the wait, then start what is granted: an op granted before
+	// the announcement (this one, or one it queues behind) starts now; one
+	// granted after it sees the waiter (Scheduler.launch) and starts at once.
+	if w.task != nil {
+		s := w.task.stream.sched
+		s.waiters.Add(1)
+		defer s.waiters.Add(-1)
+		s.startGranted()
+	}
 	var timer <-chan time.Time
 	if timeout > 0 {
 		t := time.NewTimer(timeout)

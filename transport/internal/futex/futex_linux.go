@@ -52,7 +52,7 @@ type Yielder struct{ n uint32 }
 // C (every C API call), Gosched hands the processor to another thread and
 // back, two futex wake-ups costing ~10 µs, where sched_yield costs well
 // under one. Goroutines that share the waiter's P still run soon enough.
-const goschedEvery = 64
+const goschedEvery = 512
 
 // Yield lets other threads (and, now and then, goroutines) run before the
 // caller polls again.

@@ -1,0 +1,99 @@
+package streams
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// A scheduler whose callers waited on their last syncStreak ops, with a
+// grace so long that only a start without grace lets the tests finish.
+func syncScheduler(t *testing.T) (*Scheduler, *Stream) {
+	t.Helper()
+	sch := NewScheduler("t", Config{SyncGrace: time.Hour})
+	st := sch.NewStream("s", 0, 0)
+	for i := range syncStreak {
+		w := st.Submit("sync", func() error { return nil })
+		require.True(t, w.RunInline(), "op %d: its waiter runs it", i)
+		require.NoError(t, w.Wait(context.Background(), waitLimit))
+	}
+	require.Equal(t, time.Hour, sch.grace(), "a synchronous caller gets the long grace")
+	return sch, st
+}
+
+func TestGraceAdaptsToTheCaller(t *testing.T) {
+	sch := NewScheduler("t", Config{SyncGrace: time.Hour})
+	defer sch.Close()
+	st := sch.NewStream("s", 0, 0)
+	assert.Equal(t, inlineGrace, sch.grace(), "no history: the short grace")
+
+	// Ops nobody waits for start after the short grace.
+	w := st.Submit("async", func() error { return nil })
+	require.Eventually(t, func() bool { done, _ := w.Test(); return done }, waitLimit, time.Millisecond)
+	assert.Equal(t, inlineGrace, sch.grace())
+
+	sch2, _ := syncScheduler(t) // asserts the long grace after a streak
+	sch2.Close()
+}
+
+func TestWaiterDoesNotWaitOutTheGrace(t *testing.T) {
+	cases := []struct {
+		name string
+		run  func(t *testing.T, st *Stream)
+	}{
+		{"wait on the granted op itself", func(t *testing.T, st *Stream) {
+			w := st.Submit("a", func() error { return nil })
+			require.NoError(t, w.Wait(context.Background(), waitLimit))
+		}},
+		{"wait on an op queued behind an unclaimed one", func(t *testing.T, st *Stream) {
+			a := st.Submit("a", func() error { return nil })
+			b := st.Submit("b", func() error { return nil })
+			c := st.Submit("c", func() error { return nil })
+			require.NoError(t, c.Wait(context.Background(), waitLimit))
+			done, err := a.Test()
+			assert.True(t, done)
+			assert.NoError(t, err)
+			require.NoError(t, b.Wait(context.Background(), waitLimit))
+		}},
+		{"an op granted while a waiter is blocked", func(t *testing.T, st *Stream) {
+			release := make(chan struct{})
+			hold := st.Submit("hold", func() error { <-release; return nil })
+			next := st.Submit("next", func() error { return nil })
+			waited := make(chan error, 1)
+			go func() { waited <- next.Wait(context.Background(), waitLimit) }()
+			require.Eventually(t, func() bool { return st.sched.waiters.Load() == 1 }, waitLimit, time.Millisecond)
+			close(release) // hold ends, next is granted with a waiter blocked
+			select {
+			case err := <-waited:
+				require.NoError(t, err)
+			case <-time.After(waitLimit):
+				t.Fatal("the granted op waited for its grace (an hour)")
+			}
+			require.NoError(t, hold.Wait(context.Background(), waitLimit))
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			sch, st := syncScheduler(t)
+			defer sch.Close()
+			c.run(t, st)
+		})
+	}
+}
+
+func TestLateStartEndsTheStreak(t *testing.T) {
+	sch := NewScheduler("t", Config{SyncGrace: 5 * time.Millisecond})
+	defer sch.Close()
+	st := sch.NewStream("s", 0, 0)
+	for range syncStreak {
+		w := st.Submit("sync", func() error { return nil })
+		require.True(t, w.RunInline())
+	}
+	require.Equal(t, 5*time.Millisecond, sch.grace())
+	w := st.Submit("async", func() error { return nil }) // nobody waits: a worker starts it
+	require.Eventually(t, func() bool { done, _ := w.Test(); return done }, waitLimit, time.Millisecond)
+	assert.Equal(t, inlineGrace, sch.grace(), "back to the short grace")
+}
