@@ -100,6 +100,17 @@ func goWorkSetCallback(h C.hcclGoWork_t, cb C.hcclGoCallback_t, userData unsafe.
 	return C.hcclGoSuccess
 }
 
+//export goWorkStart
+func goWorkStart(h C.hcclGoWork_t) (rc C.hcclGoResult_t) {
+	defer recoverPanic(&rc)
+	e, err := lookupWork(h)
+	if err != nil {
+		return fail(nil, err)
+	}
+	e.w.Start()
+	return C.hcclGoSuccess
+}
+
 //export goWorkFree
 func goWorkFree(h C.hcclGoWork_t) (rc C.hcclGoResult_t) {
 	defer recoverPanic(&rc)

@@ -264,6 +264,12 @@ hcclGoResult_t hcclGoWorkSetCallback(hcclGoWork_t work, hcclGoCallback_t cb, voi
 /* Releases the handle. The op itself still runs to completion, and a
  * registered callback still fires. */
 hcclGoResult_t hcclGoWorkFree(hcclGoWork_t work);
+/* Says that nobody will wait on work soon (it is followed through a
+ * callback, or waited on much later): the op starts on a library thread as
+ * soon as its stream reaches it. Without this call an op that is next on its
+ * stream first waits a few microseconds for a hcclGoWorkWait, which then
+ * runs it on the caller's thread (the fast path of synchronous calls). */
+hcclGoResult_t hcclGoWorkStart(hcclGoWork_t work);
 
 /* ---- Streams and events ------------------------------------------------
  * A communicator has HCCL_GO_STREAMS collective streams (default 2; stream

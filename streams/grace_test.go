@@ -97,3 +97,27 @@ func TestLateStartEndsTheStreak(t *testing.T) {
 	require.Eventually(t, func() bool { done, _ := w.Test(); return done }, waitLimit, time.Millisecond)
 	assert.Equal(t, inlineGrace, sch.grace(), "back to the short grace")
 }
+
+func TestStartSkipsTheGrace(t *testing.T) {
+	for _, early := range []bool{true, false} {
+		t.Run(map[bool]string{true: "before it is granted", false: "after it is granted"}[early], func(t *testing.T) {
+			sch, st := syncScheduler(t) // an hour of grace
+			defer sch.Close()
+			release := make(chan struct{})
+			hold := st.Submit("hold", func() error { <-release; return nil })
+			hold.Start() // on a worker: it blocks until released
+			w := st.Submit("w", func() error { return nil })
+			if early {
+				w.Start()
+				close(release)
+			} else {
+				close(release)
+				require.Eventually(t, func() bool { done, _ := hold.Test(); return done }, waitLimit, time.Millisecond)
+				w.Start()
+			}
+			require.Eventually(t, func() bool { done, _ := w.Test(); return done }, waitLimit, time.Millisecond,
+				"a started op must not wait for its grace (an hour)")
+			w.Start() // harmless once done
+		})
+	}
+}

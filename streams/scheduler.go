@@ -253,8 +253,8 @@ func (s *Scheduler) launch(grants []*task, watch []*Work) {
 		// (Work.RunInline) with no thread hand-off; the worker starts a
 		// moment later, for work nobody waits on yet, and finds the op
 		// claimed if the waiter took it.
-		if s.waiters.Load() > 0 {
-			go s.work(t) // a waiter is blocked already (see Work.Wait)
+		if s.waiters.Load() > 0 || t.eager.Load() {
+			go s.work(t) // a waiter is blocked already (Work.Wait), or none will come (Work.Start)
 			continue
 		}
 		t.grace.Store(time.AfterFunc(s.grace(), func() { s.workLate(t) }))

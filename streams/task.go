@@ -27,6 +27,8 @@ type task struct {
 	// grace starts the worker after inlineGrace; a waiter that claims the
 	// task first stops it, so a synchronous op costs no timer wake-up.
 	grace atomic.Pointer[time.Timer]
+	// eager: the caller will not run it inline (Work.Start): no grace.
+	eager atomic.Bool
 }
 
 // pendingDep returns a dependency not yet complete, or nil.

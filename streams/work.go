@@ -99,6 +99,24 @@ func (w *Work) RunInline() bool {
 	return w.task != nil && w.task.runInline()
 }
 
+// Start tells the scheduler that nobody will run the work's operation
+// inline (the caller follows it through callbacks or a future, as DDP
+// does): it starts on a worker as soon as it is granted, without the inline
+// grace. Harmless on work that runs or has completed.
+func (w *Work) Start() {
+	t := w.task
+	if t == nil || t.eager.Swap(true) {
+		return
+	}
+	s := t.stream.sched
+	s.mu.Lock()
+	granted := t.granted
+	s.mu.Unlock()
+	if granted && !t.claimed.Load() {
+		go s.work(t)
+	}
+}
+
 // Wait blocks until the work completes, ctx ends, or timeout passes
 // (timeout <= 0: no limit besides ctx). It returns the work's status, or an
 // error wrapping ErrTimeout or ctx.Err().

@@ -148,6 +148,17 @@ int main(int argc, char** argv) {
     OK(hcclGoAllReduce(&x, &x, 1, hcclGoInt32, hcclGoBxor, 0, comm, HCCL_GO_STREAM_DEFAULT, &w));
     waitWork(w);
     CHECK(x == (1 << nranks) - 1, "bxor = %d", x);
+
+    /* Started (followed by a callback, not a wait): it completes by itself. */
+    fired = 0;
+    x = 1;
+    OK(hcclGoAllReduce(&x, &x, 1, hcclGoInt32, hcclGoSum, 0, comm, HCCL_GO_STREAM_DEFAULT, &w));
+    OK(hcclGoWorkSetCallback(w, onDone, &fired));
+    OK(hcclGoWorkStart(w));
+    for (int tries = 0; !fired && tries < 10000; tries++) usleep(1000);
+    CHECK(fired && callbackStatus == hcclGoSuccess && x == nranks, "started op: fired=%d x=%d", fired, x);
+    OK(hcclGoWorkStart(w)); /* harmless once done */
+    OK(hcclGoWorkFree(w));
   }
 
   /* all_gather of 3 doubles per rank. */
@@ -180,6 +191,7 @@ int main(int argc, char** argv) {
     expectError(hcclGoAllReduce(f, f, 4, hcclGoFloat32, hcclGoSum, 0, comm, 0, NULL), hcclGoInvalidArgument, comm,
                 "work");
     expectError(hcclGoWorkWait(123456789, 10), hcclGoInvalidUsage, 0, "work");
+    expectError(hcclGoWorkStart(123456789), hcclGoInvalidUsage, 0, "work");
     hcclGoComm_t bad;
     hcclGoListener_t l2;
     char a2[256];

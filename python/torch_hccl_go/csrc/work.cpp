@@ -165,6 +165,14 @@ std::vector<at::Tensor> HcclGoWork::result() {
 }
 
 c10::intrusive_ptr<c10::ivalue::Future> HcclGoWork::getFuture() {
+  // Whoever takes the Future (DDP's comm hook, then() chains) follows the op
+  // through it, not through wait(): start the ops now instead of leaving
+  // them a moment for an inline waiter. Handles already freed just refuse.
+  if (!started_.exchange(true) && !isCompleted()) {
+    for (hcclGoWork_t h : handles_) {
+      hcclGoWorkStart(h);
+    }
+  }
   return future_;
 }
 
