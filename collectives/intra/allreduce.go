@@ -31,11 +31,24 @@ import (
 //   - larger: the reduce-scatter/all-gather pipeline (rsag.go): 2 + 5(p-1)/p
 //     touched (4.5 for p = 2), of which only reading send once and writing
 //     recv once reach memory; the shared chunks stay in cache.
+//   - above the one-shot limit up to 16 MiB (p = 2), with AllReduceWith
+//     where the kernel allows it: the same reduce-scatter/all-gather
+//     reading the peers' private buffers with process_vm_readv
+//     (singlecopy_reduce.go): 7(p-1)/p touched (3.5 for p = 2).
 func AllReduce(ctx context.Context, a *arena.Arena, seq uint64, send, recv []byte, dt reduce.DType, op reduce.Op, preMul float64) error {
+	return AllReduceWith(ctx, a, nil, seq, send, recv, dt, op, preMul)
+}
+
+// AllReduceWith is AllReduce with the arena's single-copy state (nil: none,
+// as AllReduce): payloads above the one-shot limit up to 16 MiB (at p = 2;
+// 32 MiB/p beyond) then go through the single-copy protocol
+// (singlecopy_reduce.go) where the ranks agreed that it works. Every rank
+// of the call must pass a state, or none.
+func AllReduceWith(ctx context.Context, a *arena.Arena, sc *SingleCopy, seq uint64, send, recv []byte, dt reduce.DType, op reduce.Op, preMul float64) error {
 	if err := checkAllReduce(a, send, recv, dt, op); err != nil {
 		return wrapOp("allreduce", a, seq, err)
 	}
-	return wrapOp("allreduce", a, seq, allReduce(ctx, a, seq, send, recv, dt, op, preMul, defaultTuning()))
+	return wrapOp("allreduce", a, seq, allReduce(ctx, a, sc, seq, send, recv, dt, op, preMul, defaultTuning()))
 }
 
 func checkAllReduce(a *arena.Arena, send, recv []byte, dt reduce.DType, op reduce.Op) error {
@@ -54,7 +67,7 @@ func checkAllReduce(a *arena.Arena, send, recv []byte, dt reduce.DType, op reduc
 	return checkAlias(send, recv)
 }
 
-func allReduce(ctx context.Context, a *arena.Arena, seq uint64, send, recv []byte, dt reduce.DType, op reduce.Op, preMul float64, t tuning) error {
+func allReduce(ctx context.Context, a *arena.Arena, sc *SingleCopy, seq uint64, send, recv []byte, dt reduce.DType, op reduce.Op, preMul float64, t tuning) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -62,8 +75,8 @@ func allReduce(ctx context.Context, a *arena.Arena, seq uint64, send, recv []byt
 		return err
 	}
 	var err error
-	r := &reduction{a: a, dt: dt, op: op, preMul: preMul, t: t,
-		stamp: opStamp{kind: kindAllReduce, seq: seq, bytes: len(send), dt: dt, op: op, root: noRoot}.encode()}
+	st := opStamp{kind: kindAllReduce, seq: seq, bytes: len(send), dt: dt, op: op, root: noRoot}
+	r := &reduction{a: a, dt: dt, op: op, preMul: preMul, t: t, sc: sc, stamp: st.encode()}
 	switch n := len(send); {
 	case a.Size() == 1:
 		local(dt, op, preMul, recv, send)
@@ -71,6 +84,10 @@ func allReduce(ctx context.Context, a *arena.Arena, seq uint64, send, recv []byt
 		err = r.oneShotInline(ctx, send, recv, allRanks)
 	case n <= t.oneShotLimit(a.Size()):
 		err = r.oneShotHalves(ctx, send, recv, allRanks)
+	case sc.usable(n, a.Size(), t):
+		st.singleCopy = true
+		r.stamp = st.encode()
+		err = r.singleCopyOrPipeline(ctx, send, recv)
 	default:
 		err = r.rsag(ctx, send, recv, allRanks)
 	}
@@ -88,7 +105,25 @@ type reduction struct {
 	op     reduce.Op
 	preMul float64
 	t      tuning
+	sc     *SingleCopy // nil: no single-copy
 	stamp  arena.Stamp // posted with the first epoch
+	// stamped: the first epoch (stamp checked) has run already, the
+	// protocol that follows posts none.
+	stamped bool
+}
+
+// singleCopyOrPipeline runs the single-copy all_reduce when the ranks
+// agree that it works, else the pipeline after the agreement's epochs.
+func (r *reduction) singleCopyOrPipeline(ctx context.Context, send, recv []byte) error {
+	ok, err := r.sc.exchange(ctx, r.a, r.stamp, send, recv)
+	switch {
+	case err != nil:
+		return err
+	case ok:
+		return r.singleCopy(ctx, send, recv)
+	}
+	r.stamped = true
+	return r.rsag(ctx, send, recv, allRanks)
 }
 
 // wants reports whether local rank me receives the result when root names

@@ -20,7 +20,7 @@ func TestAllReduceMatrix(t *testing.T) {
 				dt, op := reduce.DType(pair[0]), reduce.Op(pair[1])
 				for _, n := range counts(p, dt.Size(), cfg) {
 					for _, inPlace := range []bool{false, true} {
-						verifyAllReduce(t, w, dt, op, n, inPlace, testTuning())
+						verifyAllReduce(t, w, nil, dt, op, n, inPlace, testTuning())
 					}
 				}
 			}
@@ -29,8 +29,9 @@ func TestAllReduceMatrix(t *testing.T) {
 }
 
 // verifyAllReduce runs one all_reduce and compares every rank's result with
-// the sequential reference, bit for bit.
-func verifyAllReduce(t *testing.T, w *world, dt reduce.DType, op reduce.Op, n int, inPlace bool, tu tuning) {
+// the sequential reference, bit for bit. scs holds each rank's single-copy
+// state (nil: none).
+func verifyAllReduce(t *testing.T, w *world, scs []*SingleCopy, dt reduce.DType, op reduce.Op, n int, inPlace bool, tu tuning) {
 	t.Helper()
 	p := len(w.arenas)
 	seed := uint64(n)*131 + uint64(dt)*17 + uint64(op)
@@ -50,7 +51,11 @@ func verifyAllReduce(t *testing.T, w *world, dt reduce.DType, op reduce.Op, n in
 		if err := checkAllReduce(a, send, recv, dt, op); err != nil {
 			return err
 		}
-		return allReduce(ctx, a, seq, send, recv, dt, op, testPreMul, tu)
+		var sc *SingleCopy
+		if scs != nil {
+			sc = scs[r]
+		}
+		return allReduce(ctx, a, sc, seq, send, recv, dt, op, testPreMul, tu)
 	})
 	for r := range p {
 		requireSameBytes(t, want, outs[r], "p=%d %s %s n=%d inPlace=%v rank %d", p, dt, op, n, inPlace, r)

@@ -41,8 +41,10 @@ func newBenchCase(op string, n int, t tuning) (benchCase, error) {
 	const p = 2
 	switch op {
 	case "allreduce":
+		// One single-copy state per case: a case runs on one arena.
+		sc := NewSingleCopy(os.Getenv(singleCopyEnv) != "0")
 		return benchCase{n, n, 1, func(ctx context.Context, a *arena.Arena, seq uint64, send, recv []byte) error {
-			return allReduce(ctx, a, seq, send, recv, reduce.Float32, reduce.Sum, 0, t)
+			return allReduce(ctx, a, sc, seq, send, recv, reduce.Float32, reduce.Sum, 0, t)
 		}}, nil
 	case "allgather":
 		return benchCase{n / p, n, 0.5, func(ctx context.Context, a *arena.Arena, seq uint64, send, recv []byte) error {
@@ -68,8 +70,8 @@ func newBenchCase(op string, n int, t tuning) (benchCase, error) {
 }
 
 // benchTunings is the default tuning, or those in $HCCL_GO_INTRA_BENCH_TUNING
-// ("oneShotMax,oneShotChunk,sliceBytes,copyBytes", several separated by
-// ";"), for sweeping thresholds. With several, the benchmark alternates
+// ("oneShotMax,oneShotChunk,sliceBytes,copyBytes[,singleCopyMin,singleCopyMax,singleCopySlice]",
+// several separated by ";"), for sweeping thresholds. With several, the benchmark alternates
 // them op by op, so that the load of a shared host weighs on all alike,
 // and prints each one's figures.
 func benchTunings() ([]tuning, error) {
@@ -79,9 +81,18 @@ func benchTunings() ([]tuning, error) {
 	}
 	var ts []tuning
 	for _, f := range strings.Split(s, ";") {
-		var t tuning
-		if _, err := fmt.Sscanf(f, "%d,%d,%d,%d", &t.oneShotMax, &t.oneShotChunk, &t.sliceBytes, &t.copyBytes); err != nil {
-			return nil, fmt.Errorf("%s %q: %w", tuningEnv, f, err)
+		t := defaultTuning()
+		fields := []*int{&t.oneShotMax, &t.oneShotChunk, &t.sliceBytes, &t.copyBytes, &t.singleCopyMin, &t.singleCopyMax, &t.singleCopySlice}
+		parts := strings.Split(f, ",")
+		if len(parts) != 4 && len(parts) != len(fields) {
+			return nil, fmt.Errorf("%s %q: want 4 or %d numbers", tuningEnv, f, len(fields))
+		}
+		for i, part := range parts {
+			v, err := strconv.Atoi(strings.TrimSpace(part))
+			if err != nil {
+				return nil, fmt.Errorf("%s %q: %w", tuningEnv, f, err)
+			}
+			*fields[i] = v
 		}
 		ts = append(ts, t)
 	}
@@ -187,6 +198,9 @@ const (
 	tuningEnv = "HCCL_GO_INTRA_BENCH_TUNING"
 	spinEnv   = "HCCL_GO_INTRA_BENCH_SPIN" // arena.Config.SpinTime, e.g. "5us"
 	sizesEnv  = "HCCL_GO_INTRA_BENCH_SIZES"
+	// singleCopyEnv "0" makes the all_reduce benchmark unwilling to use
+	// single-copy (the pipeline then runs at every size).
+	singleCopyEnv = "HCCL_GO_INTRA_BENCH_SINGLECOPY"
 )
 
 // helperBench is rank 1 of a two-process benchmark.

@@ -25,8 +25,10 @@ func TestMain(m *testing.M) {
 
 // helpers are the roles a helper process can play.
 var helpers = map[string]func(ctx context.Context, a *arena.Arena) error{
-	"bench": helperBench,
-	"spin":  helperSpin,
+	"bench":      helperBench,
+	"spin":       helperSpin,
+	"spinsc":     helperSpinSingleCopy,
+	"singlecopy": helperSingleCopy,
 }
 
 func runHelper(role string) error {
@@ -37,8 +39,11 @@ func runHelper(role string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	cfg := benchArenaConfig(os.Getenv(dirEnv))
-	if role == "spin" {
+	switch role {
+	case "spin", "spinsc":
 		cfg.DataBytes = 1 << 20 // as TestPeerKilledMidOp
+	case "singlecopy":
+		cfg = testArenaConfig(os.Getenv(dirEnv))
 	}
 	a, err := arena.Connect(ctx, 1, []int{0, 1}, os.Getenv(jobEnv), cfg)
 	if err != nil {

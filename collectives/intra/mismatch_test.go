@@ -200,7 +200,7 @@ func requireUsable(t *testing.T, w *world) {
 		outs := make([][]byte, p)
 		w.runOK(t, func(ctx context.Context, a *arena.Arena, r int, seq uint64) error {
 			outs[r] = make([]byte, 4*n)
-			return allReduce(ctx, a, seq, float32s(n, float32(r+1)), outs[r], reduce.Float32, reduce.Sum, 0, testTuning())
+			return allReduce(ctx, a, nil, seq, float32s(n, float32(r+1)), outs[r], reduce.Float32, reduce.Sum, 0, testTuning())
 		})
 		want := float32s(n, float32(p*(p+1)/2))
 		for r := range p {

@@ -55,7 +55,7 @@ func (r *reduction) rsag(ctx context.Context, send, recv []byte, root int) error
 				}
 			}
 		}
-		if err := r.step(ctx, e, k == 0); err != nil {
+		if err := r.step(ctx, e, k == 0 && !r.stamped); err != nil {
 			return err
 		}
 		if k < rounds {

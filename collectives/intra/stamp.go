@@ -80,15 +80,21 @@ type opStamp struct {
 	dt    reduce.DType
 	op    reduce.Op
 	root  int // local index, or noRoot
+	// singleCopy: the call starts the single-copy exchange (its first
+	// epoch carries addresses, not data).
+	singleCopy bool
 }
 
 // noRoot is the root of collectives that have none.
 const noRoot = -1
 
-// encode packs the stamp for the arena: Op holds kind, dtype, reduce op
-// (a byte each) and root (32 bits).
+// encode packs the stamp for the arena: Op holds kind, dtype, reduce op,
+// the single-copy flag (a byte each) and root (32 bits).
 func (s opStamp) encode() arena.Stamp {
 	op := uint64(s.kind) | uint64(uint8(s.dt))<<8 | uint64(uint8(s.op))<<16 | uint64(uint32(int32(s.root)))<<32
+	if s.singleCopy {
+		op |= 1 << 24
+	}
 	return arena.Stamp{Op: op, Seq: s.seq, Size: uint64(s.bytes)}
 }
 
@@ -100,6 +106,8 @@ func decodeStamp(w arena.Stamp) opStamp {
 		dt:    reduce.DType(uint8(w.Op >> 8)),
 		op:    reduce.Op(uint8(w.Op >> 16)),
 		root:  int(int32(uint32(w.Op >> 32))),
+
+		singleCopy: uint8(w.Op>>24) != 0,
 	}
 }
 
@@ -177,6 +185,9 @@ func (s opStamp) mismatch(peer int, o opStamp) error {
 		}
 		if o.root != s.root {
 			d = append(d, fmt.Sprintf("rank %d has root %d, this rank %d", peer, o.root, s.root))
+		}
+		if o.singleCopy != s.singleCopy {
+			d = append(d, fmt.Sprintf("rank %d tries single-copy %v, this rank %v (pass a SingleCopy on every rank or none)", peer, o.singleCopy, s.singleCopy))
 		}
 	}
 	if len(d) == 0 { // cannot happen: the words differ

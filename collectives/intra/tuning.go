@@ -17,6 +17,15 @@ type tuning struct {
 	// copyBytes: bytes each rank publishes per round in the copy-only
 	// collectives (broadcast, all_gather, all_to_all), capped by the half.
 	copyBytes int
+	// singleCopyMin, singleCopyMax: AllReduceWith payloads from min to
+	// max bytes, at p = 2, use the single-copy protocol where the ranks
+	// agreed on it (min 0: never). Beyond max the buffers no longer stay
+	// in cache, and the kernel's copies, paying for 4 KiB page pinning,
+	// lose to the pipeline; at p ranks the limit is max*2/p (p buffers).
+	singleCopyMin, singleCopyMax int
+	// singleCopySlice: bytes of each rank's slice per round of the
+	// single-copy protocol (the scratch buffers are that large).
+	singleCopySlice int
 }
 
 func defaultTuning() tuning {
@@ -25,11 +34,18 @@ func defaultTuning() tuning {
 		oneShotChunk: 1 << 20,
 		sliceBytes:   256 << 10,
 		copyBytes:    1 << 20,
+
+		singleCopyMin:   1<<20 + 1,
+		singleCopyMax:   16 << 20,
+		singleCopySlice: 256 << 10,
 	}
 }
 
 // oneShotLimit is the largest one-shot payload among p ranks.
 func (t tuning) oneShotLimit(p int) int { return t.oneShotMax / max(p-1, 1) }
+
+// singleCopyLimit is the largest single-copy payload among p ranks.
+func (t tuning) singleCopyLimit(p int) int { return t.singleCopyMax * 2 / max(p, 2) }
 
 // alignDown rounds n down to a multiple of to (at least to).
 func alignDown(n, to int) int { return max(n/to*to, to) }

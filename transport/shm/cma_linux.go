@@ -9,7 +9,7 @@ import (
 	"unsafe"
 
 	"github.com/hccl-go/hccl-go/transport"
-	"github.com/hccl-go/hccl-go/transport/internal/cma"
+	"github.com/hccl-go/hccl-go/transport/cma"
 )
 
 // Single-copy transfers (cross-memory attach). For a large message the

@@ -21,7 +21,9 @@ type iovec struct {
 	len  uint64
 }
 
-// Read copies len(dst) bytes at addr in process pid into dst.
+// Read copies len(dst) bytes at addr in process pid into dst. dst (src for
+// Write) must be heap, C or mapped memory, never a goroutine's stack, which
+// may move while the kernel copies.
 func Read(pid int, dst []byte, addr uintptr) error {
 	if err := transfer(sysReadv, pid, dst, addr); err != nil {
 		return fmt.Errorf("process_vm_readv from pid %d: %w", pid, err)
