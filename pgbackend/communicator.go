@@ -14,6 +14,7 @@ import (
 	"go.uber.org/atomic"
 
 	"github.com/hccl-go/hccl-go/collectives"
+	"github.com/hccl-go/hccl-go/collectives/intra"
 	"github.com/hccl-go/hccl-go/streams"
 	"github.com/hccl-go/hccl-go/transport"
 	"github.com/hccl-go/hccl-go/transport/arena"
@@ -53,6 +54,9 @@ type Communicator struct {
 	p2p    *p2pQueues
 	topo   *topology  // learned at init (topology.go); nil when built by New
 	stats  *commStats // bytes on the links per op kind (stats.go)
+
+	// singleCopy, one per arena, is its single-copy state.
+	singleCopy [numStreams]*intra.SingleCopy
 
 	mu        sync.Mutex
 	destroyed bool

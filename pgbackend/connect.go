@@ -8,6 +8,7 @@ import (
 	"net"
 	"strings"
 
+	"github.com/hccl-go/hccl-go/collectives/intra"
 	"github.com/hccl-go/hccl-go/transport"
 	"github.com/hccl-go/hccl-go/transport/arena"
 	"github.com/hccl-go/hccl-go/transport/hybrid"
@@ -128,6 +129,7 @@ func connect(ctx context.Context, l *tcp.Listener, rv Rendezvous, cfg Config) (*
 				return nil, fmt.Errorf("init rank %d: shared-memory arena: %w", rv.Rank, err)
 			}
 			c.arenas[i] = a
+			c.singleCopy[i] = intra.NewSingleCopy(cfg.SingleCopy)
 		}
 		for i := range kinds {
 			if i != rv.Rank {

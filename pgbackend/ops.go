@@ -25,7 +25,7 @@ func (c *Communicator) AllReduce(send, recv []byte, dt reduce.DType, op reduce.O
 	o := c.options("allreduce", preMul)
 	return c.submitCollective(stream, reduction("allreduce", len(send), dt, op, -1).algo(o), func(ctx context.Context, tag transport.Tag) error {
 		if a := c.arenaFor(stream, o); a != nil {
-			return intra.AllReduce(ctx, a, uint64(tag), send, recv, dt, op, preMul)
+			return intra.AllReduceWith(ctx, a, c.singleCopy[stream], uint64(tag), send, recv, dt, op, preMul)
 		}
 		if handled, err := c.allReduceCompressed(ctx, tag, send, recv, dt, op, o); handled {
 			return err
