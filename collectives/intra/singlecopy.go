@@ -235,7 +235,7 @@ func (s *SingleCopy) probeAll(a *arena.Arena) error {
 		if s.refuse {
 			return peerCopyError(ranks[j], b.pid, syscall.EPERM)
 		}
-		if err := cma.Read(b.pid, s.probe, b.self); err != nil {
+		if err := cma.ReadFast(b.pid, s.probe, b.self); err != nil {
 			return peerCopyError(ranks[j], b.pid, err)
 		}
 		b.encode(want[:])

@@ -70,7 +70,7 @@ func (r *reduction) singleCopy(ctx context.Context, send, recv []byte) error {
 			if err := a.Wait(ctx, j, first+uint64(k)); err != nil {
 				return err
 			}
-			if err := cma.Read(b.pid, recv[off:off+m], b.recv+uintptr(off)); err != nil {
+			if err := cma.ReadFast(b.pid, recv[off:off+m], b.recv+uintptr(off)); err != nil {
 				return peerCopyError(ranks[j], b.pid, err)
 			}
 		}
@@ -128,7 +128,7 @@ func (r *reduction) reduceSlice(out, own []byte, in [2][]byte, off int, ranks []
 			return own, nil
 		}
 		b := r.sc.peers[j]
-		if err := cma.Read(b.pid, buf, b.send+uintptr(off)); err != nil {
+		if err := cma.ReadFast(b.pid, buf, b.send+uintptr(off)); err != nil {
 			return nil, peerCopyError(ranks[j], b.pid, err)
 		}
 		if r.op == reduce.PreMulSum {

@@ -29,11 +29,15 @@ func TestReadWriteOwnProcess(t *testing.T) {
 	if !Supported() {
 		t.Skip("no process_vm_readv on this architecture")
 	}
-	for _, n := range []int{0, 1, 4095, 4097, 3<<20 + 5} {
+	for _, n := range []int{0, 1, 4095, 4097, FastChunk + 1, 3<<20 + 5} {
 		src := pattern(n)
 		dst := make([]byte, n)
 		require.NoError(t, Read(os.Getpid(), dst, addr(src)), "read %d", n)
 		assert.Equal(t, src, dst, "read %d", n)
+
+		fast := make([]byte, n)
+		require.NoError(t, ReadFast(os.Getpid(), fast, addr(src)), "fast read %d", n)
+		assert.Equal(t, src, fast, "fast read %d", n)
 
 		out := make([]byte, n)
 		require.NoError(t, Write(os.Getpid(), addr(out), src), "write %d", n)
@@ -55,6 +59,7 @@ func TestErrors(t *testing.T) {
 		want syscall.Errno
 	}{
 		{"read exited process", Read(dead, buf, addr(buf)), syscall.ESRCH},
+		{"fast read exited process", ReadFast(dead, buf, addr(buf)), syscall.ESRCH},
 		{"write exited process", Write(dead, addr(buf), buf), syscall.ESRCH},
 		{"read unmapped", Read(os.Getpid(), buf, 8), syscall.EFAULT},
 		{"write unmapped", Write(os.Getpid(), 8, buf), syscall.EFAULT},
