@@ -31,8 +31,8 @@ import (
 //   - larger: the reduce-scatter/all-gather pipeline (rsag.go): 2 + 5(p-1)/p
 //     touched (4.5 for p = 2), of which only reading send once and writing
 //     recv once reach memory; the shared chunks stay in cache.
-//   - above the one-shot limit up to 16 MiB (p = 2), with AllReduceWith
-//     where the kernel allows it: the same reduce-scatter/all-gather
+//   - from 256 KiB to 16 MiB (p = 2), with AllReduceWith where the kernel
+//     allows it, before the two above: the same reduce-scatter/all-gather
 //     reading the peers' private buffers with process_vm_readv
 //     (singlecopy_reduce.go): 7(p-1)/p touched (3.5 for p = 2).
 func AllReduce(ctx context.Context, a *arena.Arena, seq uint64, send, recv []byte, dt reduce.DType, op reduce.Op, preMul float64) error {
@@ -40,8 +40,8 @@ func AllReduce(ctx context.Context, a *arena.Arena, seq uint64, send, recv []byt
 }
 
 // AllReduceWith is AllReduce with the arena's single-copy state (nil: none,
-// as AllReduce): payloads above the one-shot limit up to 16 MiB (at p = 2;
-// 32 MiB/p beyond) then go through the single-copy protocol
+// as AllReduce): payloads from 256 KiB to 16 MiB (at p = 2; 32 MiB/p
+// beyond) then go through the single-copy protocol
 // (singlecopy_reduce.go) where the ranks agreed that it works. Every rank
 // of the call must pass a state, or none.
 func AllReduceWith(ctx context.Context, a *arena.Arena, sc *SingleCopy, seq uint64, send, recv []byte, dt reduce.DType, op reduce.Op, preMul float64) error {
@@ -82,12 +82,12 @@ func allReduce(ctx context.Context, a *arena.Arena, sc *SingleCopy, seq uint64, 
 		local(dt, op, preMul, recv, send)
 	case n <= a.InlineBytes(): // empty calls too: they must meet their peers
 		err = r.oneShotInline(ctx, send, recv, allRanks)
-	case n <= t.oneShotLimit(a.Size()):
-		err = r.oneShotHalves(ctx, send, recv, allRanks)
 	case sc.usable(n, a.Size(), t):
 		st.singleCopy = true
 		r.stamp = st.encode()
-		err = r.singleCopyOrPipeline(ctx, send, recv)
+		err = r.singleCopyOrShared(ctx, send, recv)
+	case n <= t.oneShotLimit(a.Size()):
+		err = r.oneShotHalves(ctx, send, recv, allRanks)
 	default:
 		err = r.rsag(ctx, send, recv, allRanks)
 	}
@@ -112,9 +112,10 @@ type reduction struct {
 	stamped bool
 }
 
-// singleCopyOrPipeline runs the single-copy all_reduce when the ranks
-// agree that it works, else the pipeline after the agreement's epochs.
-func (r *reduction) singleCopyOrPipeline(ctx context.Context, send, recv []byte) error {
+// singleCopyOrShared runs the single-copy all_reduce when the ranks agree
+// that it works, else, after the agreement's epochs, the protocol that
+// the size takes through shared memory.
+func (r *reduction) singleCopyOrShared(ctx context.Context, send, recv []byte) error {
 	ok, err := r.sc.exchange(ctx, r.a, r.stamp, send, recv)
 	switch {
 	case err != nil:
@@ -123,6 +124,9 @@ func (r *reduction) singleCopyOrPipeline(ctx context.Context, send, recv []byte)
 		return r.singleCopy(ctx, send, recv)
 	}
 	r.stamped = true
+	if len(send) <= r.t.oneShotLimit(r.a.Size()) {
+		return r.oneShotHalves(ctx, send, recv, allRanks)
+	}
 	return r.rsag(ctx, send, recv, allRanks)
 }
 
@@ -159,7 +163,7 @@ func (r *reduction) oneShotHalves(ctx context.Context, send, recv []byte, root i
 		m := min(chunk, len(send)-off)
 		e := a.Next()
 		publish(r.dt, r.op, r.preMul, a.Half(me, e)[:m], send[off:off+m])
-		if err := r.step(ctx, e, off == 0); err != nil {
+		if err := r.step(ctx, e, off == 0 && !r.stamped); err != nil {
 			return err
 		}
 		if wants(me, root) {

@@ -18,12 +18,13 @@ import (
 	"github.com/hccl-go/hccl-go/transport/cma"
 )
 
-// singleCopyTuning is testTuning with single-copy from just above the
-// one-shot limit (12 KiB at p = 2) to 64 KiB at p = 2, in slices of 1 KiB,
-// so that a few KiB already take many rounds.
+// singleCopyTuning is testTuning with single-copy from 4 KiB (below the
+// one-shot limit, 12 KiB at p = 2, so that a refusal falls back to both
+// one-shot and the pipeline) to 64 KiB at p = 2, in slices of 1 KiB, so
+// that a few KiB already take many rounds.
 func singleCopyTuning() tuning {
 	t := testTuning()
-	t.singleCopyMin, t.singleCopyMax, t.singleCopySlice = 12<<10+1, 64<<10, 1<<10
+	t.singleCopyMin, t.singleCopyMax, t.singleCopySlice = 4<<10, 64<<10, 1<<10
 	return t
 }
 
@@ -110,7 +111,7 @@ func TestSingleCopyFallback(t *testing.T) {
 				c.setup(scs)
 				for _, dt := range []reduce.DType{reduce.Float32, reduce.BFloat16} {
 					for _, op := range []reduce.Op{reduce.Sum, reduce.Avg, reduce.PreMulSum} {
-						for _, n := range singleCopyCounts(p, dt.Size(), tu)[:3] {
+						for _, n := range singleCopyCounts(p, dt.Size(), tu) {
 							for _, inPlace := range []bool{false, true} {
 								verifyAllReduce(t, w, scs, dt, op, n, inPlace, tu)
 							}

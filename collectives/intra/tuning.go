@@ -19,9 +19,11 @@ type tuning struct {
 	copyBytes int
 	// singleCopyMin, singleCopyMax: AllReduceWith payloads from min to
 	// max bytes, at p = 2, use the single-copy protocol where the ranks
-	// agreed on it (min 0: never). Beyond max the buffers no longer stay
-	// in cache, and the kernel's copies, paying for 4 KiB page pinning,
-	// lose to the pipeline; at p ranks the limit is max*2/p (p buffers).
+	// agreed on it (min 0: never), rather than one-shot or the pipeline.
+	// Below min one-shot's few epochs win over the system calls; beyond
+	// max the buffers no longer stay in cache, and the kernel's copies,
+	// paying for 4 KiB page pinning, lose to the pipeline; at p ranks the
+	// limit is max*2/p (p buffers).
 	singleCopyMin, singleCopyMax int
 	// singleCopySlice: bytes of each rank's slice per round of the
 	// single-copy protocol (the scratch buffers are that large).
@@ -35,7 +37,7 @@ func defaultTuning() tuning {
 		sliceBytes:   256 << 10,
 		copyBytes:    1 << 20,
 
-		singleCopyMin:   1<<20 + 1,
+		singleCopyMin:   256 << 10,
 		singleCopyMax:   16 << 20,
 		singleCopySlice: 256 << 10,
 	}
