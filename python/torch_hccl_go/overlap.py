@@ -13,6 +13,11 @@ Every rank runs the same model. For each backend, interleaved run by run:
 - overlap efficiency = (compute + comm - step) / min(compute, comm):
            1 when the shorter of the two hides completely, 0 when nothing does.
 
+A phase's time per run is the slowest rank's (every rank's times are
+gathered over a gloo control group): a DDP step waits for the slowest rank,
+so rank 0's compute alone would understate compute and the efficiency.
+Each rank's compute median is reported too.
+
 One traced step (a comm hook that timestamps each bucket) shows when each
 bucket was issued and completed, relative to the start of backward and to
 the last gradient (the end of backward's compute).
@@ -126,14 +131,21 @@ class BucketTrace:
     done_ms: float
 
 
+PHASES = ("compute", "comm", "step")
+
+
 @dataclass
 class Result:
     backend: str
-    compute: Phase = field(default_factory=Phase)
+    compute: Phase = field(default_factory=Phase)  # samples: max over ranks, run by run (after gather_ranks)
     comm: Phase = field(default_factory=Phase)
     step: Phase = field(default_factory=Phase)
+    per_rank: dict[str, list[list[float]]] = field(default_factory=dict)  # phase -> rank -> seconds per run
     buckets: list[BucketTrace] = field(default_factory=list)
     backward_compute_ms: float = 0.0  # start of backward to the last bucket's issue
+
+    def rank_medians(self, phase: str) -> list[float]:
+        return [statistics.median(s) for s in self.per_rank.get(phase, [])]
 
     def efficiency(self) -> float:
         compute, comm, step = self.compute.median, self.comm.median, self.step.median
@@ -219,6 +231,19 @@ class Bench:
         phase.cpu.append(time.process_time() - c0)
 
 
+def gather_ranks(results: list[Result], control: dist.ProcessGroup) -> None:
+    """Replaces each phase's samples by the slowest rank's, run by run, and
+    keeps every rank's samples in per_rank (CPU times stay this rank's)."""
+    mine = [{name: getattr(r, name).samples for name in PHASES} for r in results]
+    every: list = [None] * control.size()
+    dist.all_gather_object(every, mine, group=control)
+    for i, r in enumerate(results):
+        for name in PHASES:
+            ranks = [every[k][i][name] for k in range(len(every))]
+            r.per_rank[name] = ranks
+            getattr(r, name).samples = [max(run) for run in zip(*ranks)]
+
+
 class _nullcontext:
     def __enter__(self):
         return self
@@ -232,9 +257,10 @@ def report(results: list[Result], args: argparse.Namespace, world: int) -> str:
         f"# overlap: world {world}, {describe_model(args)}, batch {args.batch}, "
         f"bucket_cap_mb {args.bucket_cap_mb}, torch threads {torch.get_num_threads()}, "
         f"HCCL_GO_MAXPROCS={os.environ.get('HCCL_GO_MAXPROCS', '(unset)')}",
-        f"# {args.steps} interleaved runs per phase, medians (ms); step range = its quartiles",
+        f"# {args.steps} interleaved runs per phase, medians (ms) of the slowest rank per run; "
+        "step range = its quartiles; CPU: rank 0's",
         f"{'backend':>8} {'compute':>9} {'comm':>9} {'step':>9} {'hidden':>8} {'efficiency':>10} {'step range':>13}"
-        f"   CPU ms per run: compute/comm/step",
+        f"   CPU ms per run: compute/comm/step   compute median per rank",
     ]
     for r in results:
         c, m, s = (1e3 * p.median for p in (r.compute, r.comm, r.step))
@@ -243,7 +269,8 @@ def report(results: list[Result], args: argparse.Namespace, world: int) -> str:
         cpu = "/".join(f"{1e3 * statistics.median(p.cpu):.0f}" for p in (r.compute, r.comm, r.step))
         lines.append(
             f"{r.backend:>8} {c:9.1f} {m:9.1f} {s:9.1f} {c + m - s:8.1f} {r.efficiency():10.2f} "
-            f"{f'{lo:.0f}-{hi:.0f}':>13}   {cpu}"
+            f"{f'{lo:.0f}-{hi:.0f}':>13}   {cpu:>18}   "
+            + "/".join(f"{1e3 * m:.1f}" for m in r.rank_medians("compute"))
         )
     for r in results:
         grads = sum(b.numel for b in r.buckets) * 4
@@ -266,6 +293,7 @@ def main(argv: list[str] | None = None) -> int:
         torch.set_num_threads(args.threads)
     dist.init_process_group("hccl_go", pg_options=torch_hccl_go.Options(stream=args.stream))
     rank, world = dist.get_rank(), dist.get_world_size()
+    control = dist.new_group(backend="gloo")  # gathers every rank's times at the end
     benches = []
     for name in args.backends.split(","):
         group = dist.group.WORLD if name == "hccl_go" else dist.new_group(backend=name)
@@ -282,6 +310,7 @@ def main(argv: list[str] | None = None) -> int:
         for b, name, fn in phases:
             b.sample(name, fn)
     results = [b.result for b in benches]
+    gather_ranks(results, control)
     if rank == 0:
         print(report(results, args, world), flush=True)
         if args.json:
@@ -294,6 +323,7 @@ def main(argv: list[str] | None = None) -> int:
                         comm_ms=1e3 * r.comm.median,
                         step_ms=1e3 * r.step.median,
                         efficiency=r.efficiency(),
+                        rank_ms={name: [1e3 * m for m in r.rank_medians(name)] for name in PHASES},
                     )
                     out["results"].append(d)
                 json.dump(out, f, indent=1)
