@@ -15,29 +15,31 @@ import (
 	"github.com/hccl-go/hccl-go/transport/cma"
 )
 
-// SingleCopy is the single-copy state of one arena: whether its large
-// reductions may read and write the peers' private buffers directly with
-// process_vm_readv (see singlecopy_reduce.go), instead of staging
-// every byte through the arena's shared memory.
+// SingleCopy is the single-copy state of one arena: whether its
+// all_reduces of 256 KiB to 16 MiB may read the peers' private buffers
+// directly with process_vm_readv (see singlecopy_reduce.go), instead of
+// staging every byte through the arena's shared memory.
 //
 // The kernel may refuse those calls (Yama ptrace_scope, seccomp, ranks of
 // different users or PID namespaces), and all ranks must take the same
 // protocol, so the ranks agree once: at the first reduction large enough,
 // every rank publishes whether it is willing (enabled here and supported
 // by the platform) and probes every peer; if any rank is unwilling or any
-// probe fails, all of them use the shared-memory pipeline from then on.
+// probe fails, all of them stage through shared memory from then on.
 //
-// Make one per arena and pass it to every AllReduceWith and ReduceWith on
-// that arena, on every rank (a rank passing none where its peers pass one
-// fails the call with ErrMismatch). Operations on an arena never overlap,
-// and so never share its scratch buffers.
+// Make one per arena and pass it to every AllReduceWith on that arena, on
+// every rank (a rank passing none where its peers pass one fails the call
+// with ErrMismatch). Operations on an arena never overlap, and so never
+// share its scratch buffers (768 KiB, allocated at the first use).
 type SingleCopy struct {
 	enabled bool
 	state   atomic.Int32 // scUndecided, scOn or scOff
 	why     error        // why off (written before state)
-	// refuse makes this rank's probes fail as a kernel refusing
-	// process_vm_readv would (tests).
-	refuse bool
+	// Test hooks: refuse makes this rank's probes fail as a kernel
+	// refusing process_vm_readv would; beforeLastGather runs before the
+	// gather of the last window.
+	refuse           bool
+	beforeLastGather func()
 
 	// Scratch of the ops, allocated at first use: two inputs being
 	// reduced, an accumulator where the result cannot go straight to recv,
@@ -85,8 +87,9 @@ func (s *SingleCopy) usable(n, p int, t tuning) bool {
 		s.state.Load() != scOff
 }
 
-// The first epoch of a single-copy reduction publishes, in the inline slot,
-// where this rank's buffers are (addressBytes, four words):
+// The first epoch of a single-copy reduction publishes, in the inline slot
+// (never smaller than 32 bytes, see arena.Config), where this rank's
+// buffers are (addressBytes, four words):
 //
 //	pid (low 32 bits) | flags (high 32 bits)
 //	address of send

@@ -25,8 +25,9 @@ import (
 //	gather   window k-1: for each peer j, waits until j posted E+k-1, then
 //	         reads slice (k-1, j) of j's recv into its own recv.
 //
-// and gathers the last window after the loop; a last epoch (post, wait for
-// all) ends the op.
+// and gathers the last window after the loop. Two more epochs end the
+// op: F, "I read all I need of your buffers", and F+1, "I saw everyone
+// post F".
 //
 // In place (send == recv, as torch's all_reduce) is safe because each byte
 // is touched by at most two ranks, in an order the posts enforce: slice
@@ -37,11 +38,21 @@ import (
 // into its recv, where in place its own input lies: the reduction writes
 // it first when the rank's input is one of the first two operands
 // (Reduce3 allows that alias), otherwise it reduces into a scratch
-// accumulator and copies. A rank returns only after every peer posted the
-// last epoch, so after every peer read what it needed of its send and
-// recv. Peers only ever read a rank's memory, never write it: a rank that
-// fails part-way (its context ends) may return while its peers still read,
-// which harms nobody (the peers then fail at the last epoch).
+// accumulator and copies. A rank returns successfully only after every
+// peer posted F, so after every peer read what it needed of its send and
+// recv.
+//
+// A rank that fails part-way (its context ends) returns at once, and its
+// caller may then change its buffers while peers still read them. Peers
+// only ever read a rank's memory, never write it, so only the peers'
+// results can suffer, and they never return them: a peer succeeds only
+// after seeing every rank post F+1, and a rank posts F+1 only once it saw
+// every rank post F, after which nobody reads its buffers any more. (One
+// epoch would not do: a rank failing in its wait for F after posting F
+// would let a slow peer that still reads its buffers succeed.) For the
+// same reason results are pulled, never pushed with process_vm_writev:
+// a peer could write into buffers that a failed rank already handed back
+// to its caller.
 //
 // Bytes each rank reads+writes per payload byte: reading the peers' slices
 // into scratch 2(p-1)/p, reducing 3(p-1)/p, gathering 2(p-1)/p: 7(p-1)/p,
@@ -103,14 +114,23 @@ func (r *reduction) singleCopy(ctx context.Context, send, recv []byte) error {
 			}
 		}
 	}
+	if sc.beforeLastGather != nil {
+		sc.beforeLastGather()
+	}
 	if err := gather(rounds - 1); err != nil {
 		return err
 	}
-	e := a.Next()
-	a.Post(e)
-	err := a.WaitAll(ctx, e)
-	runtime.KeepAlive(send) // read by the peers until they posted e
-	return err
+	// Two last epochs (see above): "I read all I need of your buffers",
+	// then "I saw that everyone did".
+	for range 2 {
+		e := a.Next()
+		a.Post(e)
+		if err := a.WaitAll(ctx, e); err != nil {
+			return err
+		}
+	}
+	runtime.KeepAlive(send) // read by the peers until the first of them
+	return nil
 }
 
 // reduceSlice reduces the inputs of one slice at byte offset off in rank

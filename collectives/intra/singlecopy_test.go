@@ -315,3 +315,41 @@ func helperSpinSingleCopy(ctx context.Context, a *arena.Arena) error {
 		}
 	}
 }
+
+// TestSingleCopyFailedRankDoesNotLeakIntoPeers: rank 0 posts its "done
+// reading" epoch and fails waiting for rank 1, which still has to read
+// rank 0's recv; rank 0's caller then reuses that buffer. Rank 1 must not
+// return those bytes as a success: it fails too.
+func TestSingleCopyFailedRankDoesNotLeakIntoPeers(t *testing.T) {
+	requireCMA(t)
+	const p = 2
+	tu := singleCopyTuning()
+	w := newWorld(t, p, testArenaConfig(""))
+	scs := singleCopies(p)
+	n := tu.singleCopyMin/4 + 100 // float32 elements
+	verifyAllReduce(t, w, scs, reduce.Float32, reduce.Sum, n, false, tu)
+
+	rank0Failed := make(chan struct{})
+	scs[1].beforeLastGather = func() { <-rank0Failed }
+	defer func() { scs[1].beforeLastGather = nil }()
+	recvs := [][]byte{make([]byte, 4*n), make([]byte, 4*n)}
+	errs := w.run(t, func(ctx context.Context, a *arena.Arena, r int, seq uint64) error {
+		timeout := time.Second
+		if r == 0 {
+			timeout = 100 * time.Millisecond
+		}
+		ctx, cancel := context.WithTimeout(ctx, timeout)
+		defer cancel()
+		err := allReduce(ctx, a, scs[r], seq, float32s(n, 1), recvs[r], reduce.Float32, reduce.Sum, 0, tu)
+		if r == 0 {
+			for i := range recvs[0] {
+				recvs[0][i] = 0xee // the caller reuses its buffer
+			}
+			close(rank0Failed)
+		}
+		return err
+	})
+	require.ErrorIs(t, errs[0], context.DeadlineExceeded)
+	require.Error(t, errs[1], "rank 1 read rank 0's reused buffer and returned success")
+	assert.ErrorIs(t, errs[1], context.DeadlineExceeded)
+}
