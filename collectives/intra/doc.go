@@ -2,7 +2,10 @@
 // share one host, over a transport/arena shared-memory segment instead of a
 // point-to-point transport: a rank reads its peers' data where they
 // published it, so a payload byte is copied into shared memory once and out
-// once, and the shared chunks stay in cache.
+// once, and the shared chunks stay in cache. AllReduceWith can also skip
+// shared memory for mid-sized payloads: with a SingleCopy state, ranks read
+// each other's private buffers with process_vm_readv where the kernel
+// allows it (singlecopy.go).
 //
 // Every function mirrors its counterpart in package collectives (Go slices
 // in and out, the same argument rules and in-place conventions, errors
