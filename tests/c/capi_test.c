@@ -19,50 +19,7 @@
 
 #include "hccl_go.h"
 
-static int rank_ = -1;
-
-#define CHECK(cond, ...)                                   \
-  do {                                                     \
-    if (!(cond)) {                                         \
-      fprintf(stderr, "FAIL rank %d line %d: ", rank_, __LINE__); \
-      fprintf(stderr, __VA_ARGS__);                        \
-      fprintf(stderr, "\n");                               \
-      exit(1);                                             \
-    }                                                      \
-  } while (0)
-
-#define OK(call)                                                                   \
-  do {                                                                             \
-    hcclGoResult_t r_ = (call);                                                    \
-    if (r_ != hcclGoSuccess) {                                                     \
-      char m_[1024];                                                               \
-      hcclGoGetLastError(0, m_, sizeof m_);                                        \
-      CHECK(0, "%s -> %s: %s", #call, hcclGoGetErrorString(r_), m_);               \
-    }                                                                              \
-  } while (0)
-
-static void rendezvous(const char* dir, int rank, int nranks, const char* myAddr, char** addrs) {
-  char path[512], tmp[512];
-  snprintf(tmp, sizeof tmp, "%s/%d.tmp", dir, rank);
-  snprintf(path, sizeof path, "%s/%d.addr", dir, rank);
-  FILE* f = fopen(tmp, "w");
-  CHECK(f != NULL, "cannot write %s", tmp);
-  fputs(myAddr, f);
-  fclose(f);
-  CHECK(rename(tmp, path) == 0, "rename %s", path);
-  for (int i = 0; i < nranks; i++) {
-    snprintf(path, sizeof path, "%s/%d.addr", dir, i);
-    addrs[i] = calloc(1, 256);
-    for (int tries = 0;; tries++) {
-      f = fopen(path, "r");
-      if (f != NULL) break;
-      CHECK(tries < 3000, "rank %d never published its address", i);
-      usleep(10000);
-    }
-    CHECK(fgets(addrs[i], 256, f) != NULL, "empty address file %s", path);
-    fclose(f);
-  }
-}
+#include "capi_test_util.h"
 
 static volatile int callbackStatus = -1;
 static void onDone(void* userData, hcclGoWork_t work, hcclGoResult_t status, const char* msg) {
