@@ -30,7 +30,7 @@ import (
 // Make one per arena and pass it to every AllReduceWith on that arena, on
 // every rank (a rank passing none where its peers pass one fails the call
 // with ErrMismatch). Operations on an arena never overlap, and so never
-// share its scratch buffers (768 KiB, allocated at the first use).
+// share its scratch buffers (512 or 768 KiB, allocated at the first use).
 type SingleCopy struct {
 	enabled bool
 	state   atomic.Int32 // scUndecided, scOn or scOff
@@ -258,14 +258,15 @@ func peerCopyError(rank, pid int, err error) error {
 	return fmt.Errorf("single-copy with peer rank %d (pid %d): %w", rank, pid, err)
 }
 
-// scratch returns the op's scratch buffers, each at least n bytes.
-func (s *SingleCopy) scratch(n int) (in [2][]byte, acc []byte) {
+// scratch returns the op's scratch buffers, each at least n bytes; acc
+// only when withAcc.
+func (s *SingleCopy) scratch(n int, withAcc bool) (in [2][]byte, acc []byte) {
 	for i := range s.in {
 		if len(s.in[i]) < n {
 			s.in[i] = make([]byte, n)
 		}
 	}
-	if len(s.acc) < n {
+	if withAcc && len(s.acc) < n {
 		s.acc = make([]byte, n)
 	}
 	return s.in, s.acc

@@ -66,11 +66,11 @@ func (r *reduction) singleCopy(ctx context.Context, send, recv []byte) error {
 	slice := alignDown(r.t.singleCopySlice, lineBytes)
 	w := windows{elems: len(send) / es, es: es, p: p, per: slice / es}
 	rounds := w.rounds()
-	in, acc := sc.scratch(slice)
-	ranks := a.Ranks()
 	// The result goes straight to recv unless, in place, the own input
 	// comes after the first two operands (see above).
 	direct := !sameMemory(send, recv) || me < 2
+	in, acc := sc.scratch(slice, !direct)
+	ranks := a.Ranks()
 	first := a.Next() // the epoch posted after window 0
 	gather := func(k int) error {
 		for j, b := range sc.peers {
