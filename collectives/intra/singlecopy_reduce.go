@@ -95,9 +95,9 @@ func (r *reduction) singleCopy(ctx context.Context, send, recv []byte) error {
 			a.Next() // first+k
 		}
 		if off, m := w.slice(k, me); m > 0 {
-			out := acc[:m]
-			if direct {
-				out = recv[off : off+m]
+			out := recv[off : off+m]
+			if !direct {
+				out = acc[:m]
 			}
 			if err := r.reduceSlice(out, send[off:off+m], in, off, ranks); err != nil {
 				return err
