@@ -259,7 +259,9 @@ hcclGoResult_t hcclGoWorkTest(hcclGoWork_t work);
 /* Copies the work's error message (empty if none) into buf. */
 hcclGoResult_t hcclGoWorkError(hcclGoWork_t work, char* buf, size_t len);
 /* Calls cb exactly once when work completes (at once, on the calling thread,
- * if it already has). At most one callback per work. */
+ * if it already has). At most one callback per work. cb runs before the next
+ * op of the same stream starts (completions stay in stream order), so it
+ * must not wait for later ops of that stream; hand such work to a thread. */
 hcclGoResult_t hcclGoWorkSetCallback(hcclGoWork_t work, hcclGoCallback_t cb, void* userData);
 /* Releases the handle. The op itself still runs to completion, and a
  * registered callback still fires. */

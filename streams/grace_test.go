@@ -2,6 +2,7 @@ package streams
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -118,6 +119,41 @@ func TestStartSkipsTheGrace(t *testing.T) {
 			require.Eventually(t, func() bool { done, _ := w.Test(); return done }, waitLimit, time.Millisecond,
 				"a started op must not wait for its grace (an hour)")
 			w.Start() // harmless once done
+		})
+	}
+}
+
+// Completions of one stream stay in order even when every op starts at
+// once on a worker (eager, or with a waiter blocked on the last one).
+func TestEagerCompletionsInStreamOrder(t *testing.T) {
+	for _, mode := range []string{"eager", "blocked waiter"} {
+		t.Run(mode, func(t *testing.T) {
+			sch := NewScheduler("t", Config{})
+			defer sch.Close()
+			st := sch.NewStream("s", 0, 0)
+			const n = 300
+			var mu sync.Mutex
+			var order []int
+			works := make([]*Work, n)
+			for i := range n {
+				works[i] = st.Submit("op", func() error { return nil })
+				works[i].OnComplete(func(error) {
+					mu.Lock()
+					order = append(order, i)
+					mu.Unlock()
+				})
+				if mode == "eager" {
+					works[i].Start()
+				}
+			}
+			require.NoError(t, works[n-1].Wait(context.Background(), waitLimit))
+			// Wait returns before the last callback has run.
+			require.Eventually(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(order) == n }, waitLimit, time.Millisecond)
+			mu.Lock()
+			defer mu.Unlock()
+			for i, got := range order {
+				require.Equal(t, i, got, "completion %d", i)
+			}
 		})
 	}
 }

@@ -310,6 +310,11 @@ func (s *Scheduler) work(t *task) {
 // others start on new workers.
 func (s *Scheduler) finish(t *task, err error, asWorker bool) (next *task) {
 	st := t.stream
+	<-st.slots // room for one more submission, before callbacks run
+	// Complete while the stream still runs t: nothing queued behind it can
+	// start (on a worker, or inline under a waiter) and complete before t's
+	// callbacks have run, so a stream's completions stay in order.
+	t.work.Complete(err)
 	s.mu.Lock()
 	st.running = nil
 	if !t.light {
@@ -321,7 +326,6 @@ func (s *Scheduler) finish(t *task, err error, asWorker bool) (next *task) {
 		st.drainedClosed = true
 	}
 	s.mu.Unlock()
-	<-st.slots // room for one more submission, before callbacks run
 	if asWorker && len(grants) > 0 {
 		i := slices.IndexFunc(grants, func(g *task) bool { return g.stream == st })
 		if i < 0 {
@@ -331,7 +335,6 @@ func (s *Scheduler) finish(t *task, err error, asWorker bool) (next *task) {
 		grants = slices.Delete(grants, i, i+1)
 	}
 	s.launch(grants, watch)
-	t.work.Complete(err)
 	if drained {
 		close(st.drained)
 	}
