@@ -27,9 +27,10 @@ type Config struct {
 	// Depth is the default depth of the scheduler's streams (0:
 	// DefaultDepth).
 	Depth int
-	// SyncGrace is the inline grace once the caller waits on everything it
-	// issues (0: syncGrace; see Scheduler.grace).
-	SyncGrace time.Duration
+	// InlineGrace and SyncGrace are how long a granted op waits for its
+	// waiter to claim it, before and after the caller showed that it waits
+	// on everything it issues (0: inlineGrace, syncGrace; Scheduler.grace).
+	InlineGrace, SyncGrace time.Duration
 }
 
 // Scheduler grants workers to the ready operations of its streams: by
@@ -65,6 +66,9 @@ func NewScheduler(name string, cfg Config) *Scheduler {
 	}
 	if cfg.Workers < 0 {
 		cfg.Workers = 0
+	}
+	if cfg.InlineGrace <= 0 {
+		cfg.InlineGrace = inlineGrace
 	}
 	if cfg.SyncGrace <= 0 {
 		cfg.SyncGrace = syncGrace
@@ -231,7 +235,7 @@ func (s *Scheduler) grace() time.Duration {
 	if s.inlineStreak.Load() >= syncStreak {
 		return s.cfg.SyncGrace
 	}
-	return inlineGrace
+	return s.cfg.InlineGrace
 }
 
 // claimedInline counts an operation claimed by its waiter.
