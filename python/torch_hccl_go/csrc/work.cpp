@@ -165,14 +165,11 @@ std::vector<at::Tensor> HcclGoWork::result() {
 }
 
 c10::intrusive_ptr<c10::ivalue::Future> HcclGoWork::getFuture() {
-  // Whoever takes the Future (DDP's comm hook, then() chains) follows the op
-  // through it, not through wait(): start the ops now instead of leaving
-  // them a moment for an inline waiter. Handles already freed just refuse.
-  if (!started_.exchange(true) && !isCompleted()) {
-    for (hcclGoWork_t h : handles_) {
-      hcclGoWorkStart(h);
-    }
-  }
+  // Not hcclGoWorkStart here: starting ops the moment a Future is taken
+  // lets an op complete, and a then() callback issue its own collective
+  // (the PowerSGD pattern), while the main thread is still issuing, in an
+  // order that differs between ranks (test_smoke_backend caught it). The
+  // grace before a worker starts an op keeps issue order stable.
   return future_;
 }
 
