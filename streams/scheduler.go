@@ -275,15 +275,21 @@ func (s *Scheduler) launch(grants []*task, watch []*Work) {
 // claimed: a waiter about to block must not wait out their grace, whether
 // it waits for one of them or for an op queued behind one (Work.Wait).
 func (s *Scheduler) startGranted() {
-	var idle []*task
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	for _, st := range s.streams {
 		if t := st.running; t != nil && !t.claimed.Load() {
-			idle = append(idle, t)
+			go s.work(t) // work claims t, or finds it claimed and returns
 		}
 	}
-	s.mu.Unlock()
-	for _, t := range idle {
+}
+
+// startIfGranted starts a worker for t now if t is its stream's granted,
+// unclaimed operation.
+func (s *Scheduler) startIfGranted(t *task) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if t.granted && !t.claimed.Load() {
 		go s.work(t)
 	}
 }

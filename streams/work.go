@@ -108,13 +108,7 @@ func (w *Work) Start() {
 	if t == nil || t.eager.Swap(true) {
 		return
 	}
-	s := t.stream.sched
-	s.mu.Lock()
-	granted := t.granted
-	s.mu.Unlock()
-	if granted && !t.claimed.Load() {
-		go s.work(t)
-	}
+	t.stream.sched.startIfGranted(t)
 }
 
 // Wait blocks until the work completes, ctx ends, or timeout passes

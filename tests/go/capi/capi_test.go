@@ -24,25 +24,12 @@ func repoRoot(t *testing.T) string {
 	return filepath.Join(filepath.Dir(file), "..", "..", "..")
 }
 
-// buildProgram builds libhccl_go.so and the C test program into dir.
+// buildProgram builds libhccl_go.so and the C test program into dir, and
+// checks that the library carries its SONAME.
 func buildProgram(t *testing.T, dir string) string {
-	root := repoRoot(t)
-	lib := filepath.Join(dir, "libhccl_go.so")
-	build := exec.Command("go", "build", "-buildmode=c-shared",
-		"-ldflags=-extldflags=-Wl,-soname,libhccl_go.so", "-o", lib, "./export")
-	build.Dir = root
-	out, err := build.CombinedOutput()
-	require.NoError(t, err, "go build -buildmode=c-shared: %s", out)
-
-	bin := filepath.Join(dir, "capi_test")
-	cc := exec.Command("gcc", "-O1", "-Wall", "-Werror", "-o", bin,
-		filepath.Join(root, "tests", "c", "capi_test.c"),
-		"-I", filepath.Join(root, "include"), "-L", dir, "-lhccl_go", "-Wl,-rpath,"+dir)
-	out, err = cc.CombinedOutput()
-	require.NoError(t, err, "gcc: %s", out)
-
+	bin := buildCProgram(t, dir, "capi_test")
 	// The SONAME lets the library be found and versioned by the loader.
-	out, err = exec.Command("objdump", "-p", lib).CombinedOutput()
+	out, err := exec.Command("objdump", "-p", filepath.Join(dir, "libhccl_go.so")).CombinedOutput()
 	if err == nil {
 		require.Contains(t, string(out), "SONAME               libhccl_go.so")
 	}
