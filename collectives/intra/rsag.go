@@ -43,6 +43,11 @@ func (r *reduction) rsag(ctx context.Context, send, recv []byte, root int) error
 	res := p * slot // offset of the result slot in a half
 	// PreMulSum reduces scaled inputs: the own one is published too.
 	ownShared := r.op == reduce.PreMulSum
+	// direct: the own slice's result goes into recv in the reduction's
+	// pass (and into the result slot for the peers), so the copy-out only
+	// copies the peers' results. Avg divides its result afterwards, so it
+	// keeps reducing into the slot alone.
+	direct := wants(me, root) && r.op != reduce.Avg
 	rounds := w.rounds()
 	for k := 0; k <= rounds; k++ {
 		e := a.Next()
@@ -61,18 +66,25 @@ func (r *reduction) rsag(ctx context.Context, send, recv []byte, root int) error
 		if k < rounds {
 			off, m := w.slice(k, me)
 			out := a.Half(me, e+1)[res : res+m]
-			reduceInto(r.dt, r.op, out, p, func(j int) []byte {
+			in := func(j int) []byte {
 				if j == me && !ownShared {
 					return send[off : off+m]
 				}
 				return a.Half(j, e)[me*slot : me*slot+m]
-			})
-			finishAvg(r.dt, r.op, out, p)
+			}
+			if direct {
+				reduceIntoDup(r.dt, r.op, recv[off:off+m], out, p, in)
+			} else {
+				reduceInto(r.dt, r.op, out, p, in)
+				finishAvg(r.dt, r.op, out, p)
+			}
 		}
 		if k > 0 && wants(me, root) {
 			for j := range p {
-				off, m := w.slice(k-1, j)
-				copy(recv[off:off+m], a.Half(j, e)[res:res+m])
+				if j != me || !direct {
+					off, m := w.slice(k-1, j)
+					copy(recv[off:off+m], a.Half(j, e)[res:res+m])
+				}
 			}
 		}
 	}

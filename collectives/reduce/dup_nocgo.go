@@ -1,0 +1,5 @@
+//go:build !cgo
+
+package reduce
+
+func cReduceDup(dt DType, op Op, dst, dup, a, b []byte) bool { return false }

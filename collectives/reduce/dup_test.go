@@ -1,0 +1,28 @@
+package reduce
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestReduce3Dup(t *testing.T) {
+	for _, n := range []int{3, 1000} { // below and above the C threshold
+		av, bv, wv := make([]int32, n), make([]int32, n), make([]int32, n)
+		for i := range av {
+			av[i], bv[i] = int32(i), int32(2*i+1)
+			wv[i] = av[i] + bv[i]
+		}
+		a, b, want := raw(av...), raw(bv...), raw(wv...)
+		dst, dup := make([]byte, len(a)), make([]byte, len(a))
+		Reduce3Dup(Int32, Sum, dst, dup, a, b)
+		require.Equal(t, want, dst)
+		require.Equal(t, want, dup)
+
+		// dst aliasing a; an invalid pair leaves everything alone.
+		Reduce3Dup(Int32, Sum, a, dup, a, b)
+		require.Equal(t, want, a)
+		Reduce3Dup(Float32, Bxor, a, dup, b, b)
+		require.Equal(t, want, a)
+	}
+}
