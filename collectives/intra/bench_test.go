@@ -70,7 +70,7 @@ func newBenchCase(op string, n int, t tuning) (benchCase, error) {
 }
 
 // benchTunings is the default tuning, or those in $HCCL_GO_INTRA_BENCH_TUNING
-// ("oneShotMax,oneShotChunk,sliceBytes,copyBytes[,singleCopyMin,singleCopyMax,singleCopySlice]",
+// ("oneShotMax,oneShotChunk,sliceBytes,copyBytes[,singleCopyMin,singleCopyMax,singleCopySlice[,pipelineSlice]]",
 // several separated by ";"), for sweeping thresholds. With several, the benchmark alternates
 // them op by op, so that the load of a shared host weighs on all alike,
 // and prints each one's figures.
@@ -82,10 +82,13 @@ func benchTunings() ([]tuning, error) {
 	var ts []tuning
 	for _, f := range strings.Split(s, ";") {
 		t := defaultTuning()
-		fields := []*int{&t.oneShotMax, &t.oneShotChunk, &t.sliceBytes, &t.copyBytes, &t.singleCopyMin, &t.singleCopyMax, &t.singleCopySlice}
+		fields := []*int{&t.oneShotMax, &t.oneShotChunk, &t.sliceBytes, &t.copyBytes, &t.singleCopyMin, &t.singleCopyMax, &t.singleCopySlice, &t.pipelineSlice}
 		parts := strings.Split(f, ",")
-		if len(parts) != 4 && len(parts) != len(fields) {
-			return nil, fmt.Errorf("%s %q: want 4 or %d numbers", tuningEnv, f, len(fields))
+		if len(parts) != 4 && len(parts) != len(fields)-1 && len(parts) != len(fields) {
+			return nil, fmt.Errorf("%s %q: want 4, %d or %d numbers", tuningEnv, f, len(fields)-1, len(fields))
+		}
+		if len(parts) < len(fields) {
+			t.pipelineSlice = 0 // the pipeline takes sliceBytes, as given
 		}
 		for i, part := range parts {
 			v, err := strconv.Atoi(strings.TrimSpace(part))
