@@ -303,7 +303,7 @@ func TestPeerKilledMidSingleCopy(t *testing.T) {
 
 // spinSingleCopyBytes is the all_reduce size of the "spinsc" helper, in
 // the default single-copy range.
-const spinSingleCopyBytes = 4 << 20
+const spinSingleCopyBytes = 1 << 20
 
 // helperSpinSingleCopy runs single-copy all_reduces until killed.
 func helperSpinSingleCopy(ctx context.Context, a *arena.Arena) error {
