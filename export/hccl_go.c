@@ -238,6 +238,11 @@ hcclGoResult_t hcclGoWorkStart(hcclGoWork_t work) {
   return goWorkStart(work);
 }
 
+hcclGoResult_t hcclGoWorkDrive(hcclGoWork_t work) {
+  HCCL_GO_NOT_IN_FORK();
+  return goWorkDrive(work);
+}
+
 hcclGoResult_t hcclGoSparseAllReduce(const int64_t* indices, const void* values, size_t nnz,
                                      hcclGoDataType_t datatype, void* denseOut, size_t denseCount,
                                      hcclGoComm_t comm, int stream, hcclGoWork_t* work) {

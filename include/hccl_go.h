@@ -272,6 +272,12 @@ hcclGoResult_t hcclGoWorkFree(hcclGoWork_t work);
  * stream first waits a few microseconds for a hcclGoWorkWait, which then
  * runs it on the caller's thread (the fast path of synchronous calls). */
 hcclGoResult_t hcclGoWorkStart(hcclGoWork_t work);
+/* Runs the op on the calling thread if it is next on its stream (returns
+ * its status once it has completed; its callback has fired on this thread),
+ * else starts it as hcclGoWorkStart does and returns hcclGoInProgress at
+ * once; a completed op just returns its status. For a thread lent to follow
+ * ops through their callbacks, which must not block behind earlier ops. */
+hcclGoResult_t hcclGoWorkDrive(hcclGoWork_t work);
 
 /* ---- Streams and events ------------------------------------------------
  * A communicator has HCCL_GO_STREAMS collective streams (default 2; stream

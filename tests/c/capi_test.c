@@ -118,6 +118,32 @@ int main(int argc, char** argv) {
     OK(hcclGoWorkFree(w));
   }
 
+  /* Driven: run here when next on the stream (completes before returning,
+   * callback on this thread), else started on a library thread. */
+  {
+    int fired = 0;
+    int32_t a = 1, b = 2;
+    hcclGoWork_t wa, wb;
+    OK(hcclGoAllReduce(&a, &a, 1, hcclGoInt32, hcclGoSum, 0, comm, HCCL_GO_STREAM_DEFAULT, &wa));
+    OK(hcclGoAllReduce(&b, &b, 1, hcclGoInt32, hcclGoSum, 0, comm, HCCL_GO_STREAM_DEFAULT, &wb));
+    OK(hcclGoWorkSetCallback(wb, onDone, &fired));
+    /* wb queues behind wa: it cannot run here, so it is started instead. */
+    hcclGoResult_t r = hcclGoWorkDrive(wb);
+    CHECK(r == hcclGoInProgress || (r == hcclGoSuccess && fired), "drive behind another op: %d", (int)r);
+    /* Next on its stream: runs here, unless a library thread took it first
+     * (its grace ran out on a slow machine). */
+    r = hcclGoWorkDrive(wa);
+    CHECK(r == hcclGoSuccess || r == hcclGoInProgress, "drive: %d", (int)r);
+    if (r == hcclGoInProgress) waitWork(wa);
+    CHECK(a == nranks, "driven op: a=%d", a);
+    for (int tries = 0; !fired && tries < 10000; tries++) usleep(1000);
+    CHECK(fired && callbackStatus == hcclGoSuccess && b == 2 * nranks, "started op: fired=%d b=%d", fired, b);
+    OK(hcclGoWorkDrive(wb)); /* harmless once done */
+    OK(hcclGoWorkFree(wa));
+    OK(hcclGoWorkFree(wb));
+    expectError(hcclGoWorkDrive(123456789), hcclGoInvalidUsage, 0, "work");
+  }
+
   /* all_gather of 3 doubles per rank. */
   {
     double mine[3] = {rank, rank + 0.5, -rank};

@@ -8,6 +8,8 @@ in the other tests of this directory; this one is quick to run after a build:
 
 from __future__ import annotations
 
+import time
+
 import pytest
 import torch
 
@@ -148,11 +150,26 @@ def _p2p_and_async(ctx) -> None:
     assert work.is_completed()
     assert fut.wait() == float(ws * (1 << 16))
 
+    ctx.progress("futures complete without wait(), in issue order (DDP's pattern)")
+    bufs = [torch.full((n,), float(rank + 1)) for n in (3, 1 << 10, 1 << 18)]
+    futs = [dist.all_reduce(b, async_op=True).get_future() for b in bufs]
+    deadline = time.monotonic() + 20
+    while not all(f.done() for f in futs):
+        assert time.monotonic() < deadline, "a Future never completed without wait() (20 s)"
+        time.sleep(0.001)
+    expect = float(ws * (ws + 1) // 2)
+    for f, b in zip(futs, bufs):
+        assert torch.equal(f.value()[0], torch.full_like(b, expect))
+
     ctx.progress("collective inside a Future callback (as PowerSGD does)")
+    # The callbacks issue on their own group: on the group the main thread is
+    # still issuing on, the two threads would race for the order of ops, which
+    # can then differ between ranks (with gloo too; README, "Ordering").
+    callbacks_group = dist.new_group(list(range(ws)))
 
     def nested(f):
         inner = torch.ones(8)
-        dist.all_reduce(inner, async_op=True).get_future().wait()  # blocks a completion thread
+        dist.all_reduce(inner, group=callbacks_group, async_op=True).get_future().wait()  # blocks a completion thread
         return f.value()[0].sum().item() + inner.sum().item()
 
     futs = [dist.all_reduce(torch.ones(4), async_op=True).get_future().then(nested) for _ in range(3)]

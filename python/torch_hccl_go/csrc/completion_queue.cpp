@@ -83,6 +83,24 @@ void CompletionQueue::onLibraryCompletion(void* userData, hcclGoWork_t handle, h
 }
 
 void CompletionQueue::driveInline(const c10::intrusive_ptr<HcclGoWork>& work, std::chrono::milliseconds limit) {
+  runOps(work, [limit](hcclGoWork_t h) {
+    // Runs the op here if it is next on its stream, else waits for it. A
+    // handle already freed by a completion thread just returns an error.
+    hcclGoWorkWait(h, limit.count());
+  });
+}
+
+void CompletionQueue::driveNow(const c10::intrusive_ptr<HcclGoWork>& work) {
+  runOps(work, [](hcclGoWork_t h) {
+    // Runs the op here if it is next on its stream, else has a library
+    // thread start it: this thread must not block behind earlier ops (a
+    // burst of DDP buckets would take a thread each).
+    hcclGoWorkDrive(h);
+  });
+}
+
+template <typename Run>
+void CompletionQueue::runOps(const c10::intrusive_ptr<HcclGoWork>& work, Run run) {
   if (work->handles().empty() || inlineWork_ != nullptr) {
     return;  // coalesced parents have no ops of their own; no nesting
   }
@@ -90,9 +108,7 @@ void CompletionQueue::driveInline(const c10::intrusive_ptr<HcclGoWork>& work, st
   inlineWork_ = work.get();
   inlineEvents_ = &events;
   for (hcclGoWork_t h : work->handles()) {
-    // Runs the op here if it is next on its stream, else waits for it. A
-    // handle already freed by a completion thread just returns an error.
-    hcclGoWorkWait(h, limit.count());
+    run(h);
   }
   inlineWork_ = nullptr;
   inlineEvents_ = nullptr;
@@ -103,6 +119,12 @@ void CompletionQueue::driveInline(const c10::intrusive_ptr<HcclGoWork>& work, st
 
 void CompletionQueue::postFinish(const c10::intrusive_ptr<HcclGoWork>& work) {
   push(Event{work, 0, hcclGoSuccess, ""});
+}
+
+void CompletionQueue::postDrive(const c10::intrusive_ptr<HcclGoWork>& work) {
+  Event ev{work, 0, hcclGoSuccess, ""};
+  ev.drive = true;
+  push(std::move(ev));
 }
 
 void CompletionQueue::push(Event ev) {
@@ -198,6 +220,12 @@ std::vector<c10::intrusive_ptr<HcclGoWork>> CompletionQueue::inFlight() {
 }
 
 void CompletionQueue::handle(Event& ev) {
+  if (ev.drive) {
+    if (!ev.work->isCompleted()) {
+      driveNow(ev.work);
+    }
+    return;
+  }
   if (ev.handle == 0) {
     ev.work->finish();
     return;

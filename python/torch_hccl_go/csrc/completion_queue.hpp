@@ -40,6 +40,12 @@ class CompletionQueue : public std::enable_shared_from_this<CompletionQueue> {
   void driveInline(const c10::intrusive_ptr<HcclGoWork>& work, std::chrono::milliseconds limit);
   // Runs work->finish() on a completion thread.
   void postFinish(const c10::intrusive_ptr<HcclGoWork>& work);
+  // Has a completion thread run the Work's ops now and complete it (ops
+  // not next on their streams start on library threads instead): for Works
+  // followed through their Future, which nobody will wait() on. The thread
+  // that runs an op then also completes it, saving the hand-off from a
+  // library thread to a completion thread.
+  void postDrive(const c10::intrusive_ptr<HcclGoWork>& work);
 
   // Works not yet finished, for shutdown. A Work is tracked from creation
   // to finish().
@@ -60,9 +66,10 @@ class CompletionQueue : public std::enable_shared_from_this<CompletionQueue> {
  private:
   struct Event {
     c10::intrusive_ptr<HcclGoWork> work;
-    hcclGoWork_t handle = 0;  // 0: a finish-only event (postFinish)
+    hcclGoWork_t handle = 0;  // 0: a finish-only event (postFinish) or a drive (postDrive)
     hcclGoResult_t status = hcclGoSuccess;
     std::string msg;
+    bool drive = false;  // run the Work's ops now (postDrive)
   };
   struct CallbackContext {
     std::shared_ptr<CompletionQueue> queue;
@@ -76,7 +83,13 @@ class CompletionQueue : public std::enable_shared_from_this<CompletionQueue> {
   // Starts a detached thread running serve(); call with threads_ counted.
   void spawn();
   void serve();
-  static void handle(Event& ev);
+  void handle(Event& ev);
+  // driveNow: what a drive event does. runOps calls run(handle) for each
+  // op of the Work, collecting the completions reported on this thread, then
+  // handles them.
+  void driveNow(const c10::intrusive_ptr<HcclGoWork>& work);
+  template <typename Run>
+  void runOps(const c10::intrusive_ptr<HcclGoWork>& work, Run run);
 
   // Set on a thread inside driveInline: completions of that Work reported
   // on this very thread are collected here instead of queued.

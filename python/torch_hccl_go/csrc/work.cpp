@@ -165,11 +165,16 @@ std::vector<at::Tensor> HcclGoWork::result() {
 }
 
 c10::intrusive_ptr<c10::ivalue::Future> HcclGoWork::getFuture() {
-  // Not hcclGoWorkStart here: starting ops the moment a Future is taken
-  // lets an op complete, and a then() callback issue its own collective
-  // (the PowerSGD pattern), while the main thread is still issuing, in an
-  // order that differs between ranks (test_smoke_backend caught it). The
-  // grace before a worker starts an op keeps issue order stable.
+  // Whoever takes the Future (DDP's comm hooks, then() chains) follows the
+  // op through it, never through wait(), so no waiter will run it inline.
+  // Rather than leave it to a library thread after the inline grace (and
+  // hand its completion over to a completion thread), a completion thread
+  // runs it now and completes it itself. (A then() callback that issues a
+  // collective on this group therefore races with other threads issuing on
+  // it, as with gloo: README, "Ordering".)
+  if (!started_.exchange(true) && !isCompleted() && !handles_.empty()) {
+    queue_->postDrive(c10::intrusive_ptr<HcclGoWork>::reclaim_copy(this));
+  }
   return future_;
 }
 
