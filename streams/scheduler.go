@@ -46,6 +46,10 @@ type Scheduler struct {
 	timer    *time.Timer
 	timerAt  time.Time // when timer fires; zero or past: not armed
 	stopping bool
+	// graceTimer starts the workers of granted ops whose grace ran out
+	// unclaimed (grace.go); graceAt is when it fires, zero: not armed.
+	graceTimer *time.Timer
+	graceAt    time.Time
 
 	// inlineStreak counts the latest operations that waiters claimed
 	// before their grace ran out (reset when a worker had to start one):
@@ -108,6 +112,9 @@ func (s *Scheduler) Close() {
 	s.stopping = true
 	if s.timer != nil {
 		s.timer.Stop()
+	}
+	if s.graceTimer != nil {
+		s.graceTimer.Stop()
 	}
 	s.mu.Unlock()
 }
@@ -213,38 +220,6 @@ func (s *Scheduler) armTimerLocked(deadline, now time.Time) {
 	s.timer.Reset(deadline.Sub(now))
 }
 
-// inlineGrace is how long a newly granted operation waits for a waiter to
-// claim it before a worker runs it: longer than the way back from issuing
-// to waiting through C++ and Python (a few µs), short against any op whose
-// issuer does not wait.
-const inlineGrace = 30 * time.Microsecond
-
-// Once syncStreak operations in a row were claimed by their waiters, the
-// caller evidently waits on what it issues (a synchronous loop): the grace
-// grows to syncGrace. A timer that fires costs the waiter a thread wake-up
-// and a hand-off (~5 µs of a 15 µs op), and on 2 busy cores a 30 µs grace
-// runs out often. The first op a worker has to start ends the streak, and
-// an op whose waiter is already blocked (Work.Wait) never waits for grace.
-const (
-	syncStreak = 16
-	syncGrace  = time.Millisecond
-)
-
-// grace is the current inline grace.
-func (s *Scheduler) grace() time.Duration {
-	if s.inlineStreak.Load() >= syncStreak {
-		return s.cfg.SyncGrace
-	}
-	return s.cfg.InlineGrace
-}
-
-// claimedInline counts an operation claimed by its waiter.
-func (s *Scheduler) claimedInline() {
-	if s.inlineStreak.Load() < syncStreak {
-		s.inlineStreak.Add(1)
-	}
-}
-
 // launch starts granted operations on new workers and watches
 // dependencies. Call without s.mu.
 func (s *Scheduler) launch(grants []*task, watch []*Work) {
@@ -261,10 +236,7 @@ func (s *Scheduler) launch(grants []*task, watch []*Work) {
 			go s.work(t) // a waiter is blocked already (Work.Wait), or none will come (Work.Start)
 			continue
 		}
-		t.grace.Store(time.AfterFunc(s.grace(), func() { s.workLate(t) }))
-		if t.claimed.Load() {
-			t.grace.Load().Stop() // claimed while the timer was being made
-		}
+		s.armGrace(t)
 	}
 	for _, dep := range watch {
 		dep.OnComplete(func(error) { s.kick() })
@@ -292,15 +264,6 @@ func (s *Scheduler) startIfGranted(t *task) {
 	if t.granted && !t.claimed.Load() {
 		go s.work(t)
 	}
-}
-
-// workLate is the worker of an operation whose grace ran out: nobody
-// waited for it in time, so the caller is not (or no longer) synchronous.
-func (s *Scheduler) workLate(t *task) {
-	if !t.claimed.Load() {
-		s.inlineStreak.Store(0)
-	}
-	s.work(t)
 }
 
 // work is a worker: it runs t, then the operation granted next on t's

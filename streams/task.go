@@ -20,13 +20,11 @@ type task struct {
 	readySince time.Time // when it was first found ready (deferral limit)
 	watching   *Work     // the dependency whose completion kicks dispatch
 	granted    bool      // it is its stream's running operation
+	graceDue   time.Time // when a worker starts it unless claimed (zero: none)
 
 	// Exactly one of the worker it was granted to and a waiter
 	// (Work.RunInline) claims it and runs it.
 	claimed atomic.Bool
-	// grace starts the worker after inlineGrace; a waiter that claims the
-	// task first stops it, so a synchronous op costs no timer wake-up.
-	grace atomic.Pointer[time.Timer]
 	// eager: the caller will not run it inline (Work.Start): no grace.
 	eager atomic.Bool
 }
@@ -64,9 +62,6 @@ func (t *task) runInline() bool {
 	sch.mu.Unlock()
 	if !t.claimed.CompareAndSwap(false, true) {
 		return false
-	}
-	if g := t.grace.Load(); g != nil {
-		g.Stop()
 	}
 	sch.claimedInline()
 	sch.finish(t, t.execute(), false)

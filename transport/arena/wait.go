@@ -18,6 +18,13 @@ const pollsPerCheck = 64
 // it. It fails when ctx ends, the arena is closed, or j is gone (checked
 // every cfg.LivenessInterval once spinning is over).
 func (a *Arena) wait(ctx context.Context, j int, w *atomic.Uint64, e uint64) error {
+	// Most waits of a small op end within the first polls: read the clock
+	// only after them.
+	for range pollsPerCheck {
+		if w.Load() >= e {
+			return nil
+		}
+	}
 	start := time.Now()
 	spinEnd := a.spin
 	yieldEnd := a.cfg.SpinTime + a.cfg.YieldTime
