@@ -17,21 +17,28 @@ import (
 //	post e, wait for all peers to post e
 //	read   reduce slice i of window k, inputs in rank order 0..p-1 (its own
 //	       straight from send, the others from slot i of each peer's half e),
-//	       into the result slot of its half e+1 (Avg: divided there too)
-//	       copy every rank's result slot of half e (window k-1) into recv
+//	       into the result slot of its half e+1 and, in the same pass, into
+//	       slice i of window k of recv ("direct"; Avg, which divides
+//	       afterwards, and non-roots of Reduce write the slot only)
+//	       copy every peer's result slot of half e (window k-1) into recv
+//	       (and its own too where not direct)
 //
 // and one last epoch copies the results of the last window. So rounds are
 // pipelined: ranks publish window k+1 while their peers still copy window
 // k-1. Writing the result into half e+1 during epoch e is allowed: all peers
 // have posted e, so they are done with epoch e-1, the same parity.
 //
-// Bytes each rank reads+writes per payload byte: publish 2(p-1)/p, reduce
-// 3(p-1)/p (p-1 passes over a slice of n/p), copy-out 2: 2 + 5(p-1)/p, 4.5
-// for p = 2. Only reading send once and writing recv once go to memory; the
-// shared slots (p+1 per half, two halves per rank) stay in cache.
+// Bytes each rank reads+writes per payload byte (direct): publish 2(p-1)/p,
+// reduce 3(p-1)/p + 1/p (p-1 passes over a slice of n/p, the last writing
+// two destinations), copy-out 2(p-1)/p: (7p-6)/p, 4 for p = 2 (4.5 before
+// the owner wrote recv itself). Only reading send once and writing recv
+// once go to memory; the shared slots (p+1 per half, two halves per rank)
+// stay in cache.
 //
 // In place is safe: window k of send is only read in round k (published,
-// then reduced), and window k of recv is written in the next epoch.
+// then reduced), and window k of recv is written in round k only where
+// it was just read (the own slice, by the reduction that reads it, each
+// block loaded before it is stored), else in the next epoch.
 // root == allRanks copies results out on every rank, else on root only
 // (Reduce).
 func (r *reduction) rsag(ctx context.Context, send, recv []byte, root int) error {
