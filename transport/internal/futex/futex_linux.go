@@ -5,7 +5,6 @@ package futex
 
 import (
 	"fmt"
-	"runtime"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -42,24 +41,22 @@ func WakeAll(addr *atomic.Uint32) {
 		opWake, uintptr(1<<31-1), 0, 0, 0)
 }
 
-// Yielder yields the processor between polls of a waiting loop: to other
-// threads and processes (the peer being waited for, on a busy machine) on
-// every call, and to other goroutines on every goschedEvery-th. The zero
-// value is ready to use; keep one per loop.
-type Yielder struct{ n uint32 }
+// Yielder yields the processor between polls of a waiting loop to other
+// threads and processes (the peer being waited for, on a busy machine).
+// The zero value is ready to use.
+//
+// It never calls runtime.Gosched. On a thread that entered Go from C (every
+// C API call; small ops run inline there) Gosched hands the processor to
+// another thread and back, and with a spare processor it also wakes an idle
+// thread (wakep): three futex wake-ups and context switches per call, which
+// preempt the host's compute threads (about 2,500 a second per rank in a
+// DDP loop). Goroutines sharing the waiter's processor lose nothing that
+// matters: every polling loop that uses a Yielder ends in a futex sleep
+// after its yield budget (a system call, whose processor the runtime hands
+// to them), and the runtime preempts a goroutine that runs for 10 ms.
+type Yielder struct{}
 
-// goschedEvery spaces out runtime.Gosched: on a thread that entered Go from
-// C (every C API call), Gosched hands the processor to another thread and
-// back, two futex wake-ups costing ~10 µs, where sched_yield costs well
-// under one. Goroutines that share the waiter's P still run soon enough.
-const goschedEvery = 512
-
-// Yield lets other threads (and, now and then, goroutines) run before the
-// caller polls again.
+// Yield lets other threads run before the caller polls again.
 func (y *Yielder) Yield() {
-	y.n++
-	if y.n%goschedEvery == 0 {
-		runtime.Gosched()
-	}
 	_, _, _ = syscall.RawSyscall(syscall.SYS_SCHED_YIELD, 0, 0, 0) // cannot fail
 }
