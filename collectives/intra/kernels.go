@@ -22,19 +22,24 @@ func reduceInto(dt reduce.DType, op reduce.Op, dst []byte, p int, in func(j int)
 	}
 }
 
-// reduceIntoDup is reduceInto writing the result into both dst and dup
-// (the last pass writes both while the data is in L1). dup must not be an
-// input; dst may be any input (earlier ones are consumed by then).
+// reduceIntoDup is reduceInto followed by finishAvg, writing the result
+// into both dst and dup: the last pass reduces (and for Avg divides) a few
+// KiB at a time and writes both while the data is in L1. dup must not be
+// an input; dst may be any input (earlier ones are consumed by then).
 func reduceIntoDup(dt reduce.DType, op reduce.Op, dst, dup []byte, p int, in func(j int) []byte) {
+	divisor := 1
+	if op == reduce.Avg {
+		divisor = p
+	}
 	if p == 2 {
-		reduce.Reduce3Dup(dt, op, dst, dup, in(0), in(1))
+		reduce.Reduce3DupDivide(dt, op, dst, dup, in(0), in(1), divisor)
 		return
 	}
 	reduce.Reduce3(dt, op, dup, in(0), in(1))
 	for j := 2; j < p-1; j++ {
 		reduce.Reduce(dt, op, dup, in(j))
 	}
-	reduce.Reduce3Dup(dt, op, dst, dup, dup, in(p-1))
+	reduce.Reduce3DupDivide(dt, op, dst, dup, dup, in(p-1), divisor)
 }
 
 // finishAvg divides a complete sum by the number of ranks for Avg.

@@ -18,8 +18,8 @@ import (
 //	read   reduce slice i of window k, inputs in rank order 0..p-1 (its own
 //	       straight from send, the others from slot i of each peer's half e),
 //	       into the result slot of its half e+1 and, in the same pass, into
-//	       slice i of window k of recv ("direct"; Avg, which divides
-//	       afterwards, and non-roots of Reduce write the slot only)
+//	       slice i of window k of recv ("direct"; Avg divides in the same
+//	       pass; non-roots of Reduce write the slot only)
 //	       copy every peer's result slot of half e (window k-1) into recv
 //	       (and its own too where not direct)
 //
@@ -52,9 +52,8 @@ func (r *reduction) rsag(ctx context.Context, send, recv []byte, root int) error
 	ownShared := r.op == reduce.PreMulSum
 	// direct: the own slice's result goes into recv in the reduction's
 	// pass (and into the result slot for the peers), so the copy-out only
-	// copies the peers' results. Avg divides its result afterwards, so it
-	// keeps reducing into the slot alone.
-	direct := wants(me, root) && r.op != reduce.Avg
+	// copies the peers' results. Non-roots of Reduce have no recv to write.
+	direct := wants(me, root)
 	rounds := w.rounds()
 	for k := 0; k <= rounds; k++ {
 		e := a.Next()

@@ -16,3 +16,22 @@ func Reduce3Dup(dt DType, op Op, dst, dup, a, b []byte) {
 	reduceGo(dt, op, dst[:n], a[:n], b[:n])
 	copy(dup[:n], dst[:n])
 }
+
+// Reduce3DupDivide is Reduce3Dup followed by DivideBy(divisor) of the
+// result, for the last step of an Avg (divisor <= 1: no division), with
+// the same aliasing rules. Each result equals what Reduce3, DivideBy and a
+// copy give, bit for bit.
+func Reduce3DupDivide(dt DType, op Op, dst, dup, a, b []byte, divisor int) {
+	if Check(dt, op) != nil {
+		return
+	}
+	if useC(dt, len(dst)) && cReduceDupDivide(dt, op, dst, dup, a, b, divisor) {
+		return
+	}
+	n := common(dt.Size(), dst, dup, a, b) * dt.Size()
+	Reduce3(dt, op, dst[:n], a[:n], b[:n])
+	if divisor > 1 {
+		DivideBy(dt, dst[:n], divisor)
+	}
+	copy(dup[:n], dst[:n])
+}

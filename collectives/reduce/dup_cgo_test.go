@@ -58,3 +58,31 @@ func TestCReduceDupInvalidPairIsNotHandled(t *testing.T) {
 		require.Equal(t, raw[float32](1, 2), dst)
 	}
 }
+
+func TestCReduceDupDivideMatchesGo(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	for _, isa := range isaLevels {
+		for _, dt := range []DType{Float32, Float64, Float16, BFloat16} {
+			for _, n := range append(testLengths, 5000) {
+				for _, divisor := range []int{1, 3} {
+					what := fmt.Sprintf("isa %d %s n=%d divisor=%d", isa, dt, n, divisor)
+					a := randomBuf(rng, dt, n, rng.IntN(8))
+					b := randomBuf(rng, dt, n, rng.IntN(8))
+					want := randomBuf(rng, dt, n, 0)
+					reduceGo(dt, Avg, want, a, b)
+					if divisor > 1 {
+						divideGo(dt, want, divisor)
+					}
+					inA, dup := append([]byte(nil), a...), randomBuf(rng, dt, n, rng.IntN(8))
+					require.True(t, cReduceDupDivideAt(isa, dt, Avg, inA, dup, inA, b, divisor), what)
+					requireSame(t, dt, want, inA, a, b, what+" dst=a")
+					requireSame(t, dt, want, dup, a, b, what+" dup")
+				}
+			}
+		}
+		// Integers are left to Go, untouched.
+		dst, dup := raw[int32](1, 2), raw[int32](0, 0)
+		require.False(t, cReduceDupDivideAt(isa, Int32, Avg, dst, dup, dst, dst, 2))
+		require.Equal(t, raw[int32](1, 2), dst)
+	}
+}

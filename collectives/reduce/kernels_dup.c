@@ -13,14 +13,27 @@
 
 int hg_reduce_dup(int isa, int dt, int op, void *dst, void *dup, const void *a, const void *b,
                   size_t nbytes) {
+    return hg_reduce_dup_div(isa, dt, op, dst, dup, a, b, nbytes, 1);
+}
+
+int hg_reduce_dup_div(int isa, int dt, int op, void *dst, void *dup, const void *a, const void *b,
+                      size_t nbytes, long divisor) {
     unsigned char *d = dst, *u = dup;
     const unsigned char *x = a, *y = b;
+    // Integer division is left to Go: refuse before anything is written.
+    if (divisor > 1 && dt != HG_FLOAT32 && dt != HG_FLOAT64 && dt != HG_FLOAT16 &&
+        dt != HG_BFLOAT16) {
+        return 0;
+    }
     for (size_t off = 0; off < nbytes; off += DUP_BLOCK) {
         size_t n = nbytes - off < DUP_BLOCK ? nbytes - off : DUP_BLOCK;
         if (!hg_reduce(isa, dt, op, d + off, x + off, y + off, n)) {
             // Only the first block can fail (the pair is checked there);
             // the Go side then reduces everything itself.
             return 0;
+        }
+        if (divisor > 1) {
+            hg_divide(isa, dt, d + off, divisor, n);
         }
         memcpy(u + off, d + off, n);
     }

@@ -10,4 +10,10 @@
 int hg_reduce_dup(int isa, int dt, int op, void *dst, void *dup, const void *a, const void *b,
                   size_t nbytes);
 
+// As hg_reduce_dup, each result then divided by divisor (when > 1, for
+// Avg: the finished sum over divisor ranks); floating-point dtypes only
+// (0 for the others, before anything is written).
+int hg_reduce_dup_div(int isa, int dt, int op, void *dst, void *dup, const void *a, const void *b,
+                      size_t nbytes, long divisor);
+
 #endif
