@@ -123,6 +123,10 @@ func goCommInitRank(comm *C.hcclGoComm_t, nranks, rank C.int, lh C.hcclGoListene
 	if secret != nil {
 		rv.Secret = []byte(C.GoString(secret))
 	}
+	if err := applyMaxProcs(rv.HostIDs, rv.Rank); err != nil {
+		l.Close()
+		return fail(nil, invalid("hcclGoCommInitRank: %v", err))
+	}
 	c, err := pgbackend.Connect(context.Background(), l, rv, cfg)
 	if err != nil {
 		return fail(nil, err)

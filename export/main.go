@@ -12,15 +12,13 @@ package main
 import (
 	"os"
 	"runtime"
-	"strconv"
 )
 
 func init() {
-	// The library shares its host process with PyTorch's compute threads.
-	// By default Go may run on every core (communication goroutines mostly
-	// block in system calls or wait on memory); HCCL_GO_MAXPROCS caps it.
-	if v, err := strconv.Atoi(os.Getenv("HCCL_GO_MAXPROCS")); err == nil && v > 0 {
-		runtime.GOMAXPROCS(v)
+	// An explicit HCCL_GO_MAXPROCS holds from the start; the automatic
+	// policy waits for a communicator to know the local ranks (maxprocs.go).
+	if n, err := explicitMaxProcs(os.Getenv(maxProcsVar)); err == nil && n > 0 {
+		runtime.GOMAXPROCS(n)
 	}
 }
 

@@ -97,16 +97,18 @@ func (a *Arena) wait(ctx context.Context, j int, w *atomic.Uint64, e uint64) err
 }
 
 // interrupted returns why a wait must stop early: Close or the context.
+// It asks ctx.Err rather than ctx.Done: an op's context makes its deadline
+// timer only once something needs Done (pgbackend's opContext), and arming
+// a runtime timer wakes the network poller's thread; only a wait that goes
+// to sleep needs Done.
 func (a *Arena) interrupted(ctx context.Context, j int, e uint64) error {
 	if a.closed.Load() {
 		return ErrClosed
 	}
-	select {
-	case <-ctx.Done():
-		return fmt.Errorf("wait for peer rank %d at epoch %d: %w", a.ranks[j], e, ctx.Err())
-	default:
-		return nil
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("wait for peer rank %d at epoch %d: %w", a.ranks[j], e, err)
 	}
+	return nil
 }
 
 // checkPeer fails when local rank j is gone and has not reached e.
