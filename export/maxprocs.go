@@ -8,22 +8,33 @@ import (
 )
 
 // The library shares its host process with PyTorch's compute threads, and
-// its Go runtime's threads compete with them for the cores. Every processor
-// (P) the runtime may use beyond what the communication needs costs the host:
-// whenever a goroutine becomes runnable the runtime wakes a thread for an
-// idle P (to spin looking for work, then park again), and those wake-ups
-// preempt compute threads. With 2 ranks on 2 cores, a DDP step of a small
-// MLP took 1.35-1.56 ms with GOMAXPROCS 2 and 1.01-1.13 ms with 1 (gloo
-// 1.19). Ops run on the caller's thread or one worker per stream, so one P
-// per rank is enough for them.
+// its Go runtime's threads compete with them for the cores: whenever a
+// goroutine becomes runnable the runtime may wake a thread for an idle
+// processor (P), to spin looking for work and park again, and those
+// wake-ups preempt compute threads. Ops run on the caller's thread or one
+// worker per stream, so a few Ps per rank are enough.
+//
+// One P per rank is too few, though. Measured with 2 ranks on 2 cores
+// (GOMAXPROCS 1 against 2): the C API's 8-byte all_reduce 3.4-3.7 against
+// 2.8-3.0 µs, a synchronous 16 MiB all_reduce 5.5-6.1 against 6.6-6.9
+// GB/s, DDP on a 50 MB model 106-117 against 101-102 ms a step; only DDP
+// on a tiny MLP (a 67 KB bucket, 1 ms steps) gains, 1.0-1.1 against
+// 1.3-1.4 ms. With one P, the runtime's own work lands on the op's
+// critical path: garbage collection assists, the hand-off and back when
+// the runtime preempts the C thread that runs an op inline (every 10 ms of
+// Go time, since that thread never goes through the scheduler), and
+// processor retakes during cgo reduction kernels. So the automatic value
+// never goes below 2; HCCL_GO_MAXPROCS=1 suits latency-bound jobs with
+// tiny models.
 //
 // The policy, applied at each communicator's init (process-wide):
 //   - HCCL_GO_MAXPROCS=n (n > 0): GOMAXPROCS is n (also set when the
 //     library loads);
 //   - HCCL_GO_MAXPROCS=0: the Go runtime's own default is left alone;
-//   - unset, empty or "auto": lowered to max(1, NumCPU / ranks of the
-//     communicator on this host), never raised, so a later communicator
-//     with fewer local ranks (a subgroup) keeps the lower value.
+//   - unset, empty or "auto": lowered to NumCPU / ranks of the
+//     communicator on this host, but not below 2 (nor above NumCPU); never
+//     raised, so a later communicator with fewer local ranks (a subgroup)
+//     keeps the lower value.
 const maxProcsVar = "HCCL_GO_MAXPROCS"
 
 // explicitMaxProcs parses HCCL_GO_MAXPROCS: n > 0 to set, 0 to leave the
@@ -63,13 +74,16 @@ func applyMaxProcs(hostIDs []string, rank int) error {
 	return nil
 }
 
-// autoMaxProcs is the automatic value: the cores left to each local rank
-// (local <= 0: unknown, all of them).
+// minAutoMaxProcs is the fewest Ps the automatic policy leaves (see above).
+const minAutoMaxProcs = 2
+
+// autoMaxProcs is the automatic value: the cores left to each local rank,
+// at least minAutoMaxProcs (local <= 0: unknown, all of them).
 func autoMaxProcs(cpus, local int) int {
 	if local <= 0 {
 		return cpus
 	}
-	return max(1, cpus/local)
+	return min(cpus, max(minAutoMaxProcs, cpus/local))
 }
 
 // localRanks counts the ranks that share rank's host (0 when unknown).

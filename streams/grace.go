@@ -104,3 +104,24 @@ func (s *Scheduler) graceExpired() {
 		go s.work(t) // claims t, or finds it claimed and returns
 	}
 }
+
+// graceClaimed stops the grace timer once no granted op waits for it (a
+// waiter or worker just claimed one). Left armed, it would fire in the
+// middle of the claimed op when that runs longer than the grace: its
+// goroutine needs a processor, and with GOMAXPROCS 1 it takes the op's own
+// (a thread hand-off and back, each a wake-up on a busy host). Stopping it
+// wakes nobody; the next op arms it again.
+func (s *Scheduler) graceClaimed() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.graceAt.IsZero() {
+		return
+	}
+	for _, st := range s.streams {
+		if t := st.running; t != nil && !t.graceDue.IsZero() && !t.claimed.Load() {
+			return
+		}
+	}
+	s.graceTimer.Stop()
+	s.graceAt = time.Time{}
+}

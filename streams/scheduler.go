@@ -130,17 +130,21 @@ func (s *Scheduler) Running() int {
 // kick re-runs dispatch: after a dependency completed, a deferral expired,
 // or an operation was queued.
 func (s *Scheduler) kick() {
+	var room [grantRoom]*task
 	s.mu.Lock()
-	grants, watch := s.dispatchLocked(time.Now())
+	grants, watch := s.dispatchLocked(time.Now(), room[:0])
 	s.mu.Unlock()
 	s.launch(grants, watch)
 }
 
 // dispatchLocked grants workers to ready operations by the rules of the
-// package doc. It returns the granted operations, to start once s.mu is
-// released, and the dependencies to watch (their completion kicks s).
-func (s *Scheduler) dispatchLocked(now time.Time) (grants []*task, watch []*Work) {
-	var ready []*task
+// package doc. It appends the granted operations to grants (room the
+// caller provides, so that a dispatch allocates nothing in the common case),
+// to start once s.mu is released, and returns the dependencies to watch
+// (their completion kicks s).
+func (s *Scheduler) dispatchLocked(now time.Time, grants []*task) (_ []*task, watch []*Work) {
+	var room [grantRoom]*task
+	ready := room[:0]
 	for _, st := range s.streams {
 		if st.running != nil || len(st.queue) == 0 {
 			continue
@@ -185,6 +189,10 @@ func (s *Scheduler) dispatchLocked(now time.Time) (grants []*task, watch []*Work
 	return grants, watch
 }
 
+// grantRoom is the grants a dispatch holds without allocating: one per
+// stream of a communicator.
+const grantRoom = 4
+
 func (s *Scheduler) hasWorkerLocked() bool {
 	return s.cfg.Workers == 0 || s.running < s.cfg.Workers
 }
@@ -193,8 +201,11 @@ func (s *Scheduler) hasWorkerLocked() bool {
 // operation.
 func (s *Scheduler) grantLocked(t *task) {
 	st := t.stream
-	st.queue[0] = nil
-	st.queue = st.queue[1:]
+	// Shift rather than reslice: the queue keeps its capacity, so that
+	// queuing the next op reuses it (queues are short).
+	n := copy(st.queue, st.queue[1:])
+	st.queue[n] = nil
+	st.queue = st.queue[:n]
 	st.running = t
 	t.granted = true
 	if !t.light {
@@ -273,6 +284,7 @@ func (s *Scheduler) work(t *task) {
 		if !t.claimed.CompareAndSwap(false, true) {
 			return // a waiter runs it (Work.RunInline) and dispatches after it
 		}
+		s.graceClaimed()
 		t = s.finish(t, t.execute(), true)
 	}
 }
@@ -288,12 +300,13 @@ func (s *Scheduler) finish(t *task, err error, asWorker bool) (next *task) {
 	// start (on a worker, or inline under a waiter) and complete before t's
 	// callbacks have run, so a stream's completions stay in order.
 	t.work.Complete(err)
+	var room [grantRoom]*task
 	s.mu.Lock()
 	st.running = nil
 	if !t.light {
 		s.running--
 	}
-	grants, watch := s.dispatchLocked(time.Now())
+	grants, watch := s.dispatchLocked(time.Now(), room[:0])
 	drained := st.closed && len(st.queue) == 0 && st.running == nil && !st.drainedClosed
 	if drained {
 		st.drainedClosed = true
@@ -305,7 +318,7 @@ func (s *Scheduler) finish(t *task, err error, asWorker bool) (next *task) {
 			i = 0
 		}
 		next = grants[i]
-		grants = slices.Delete(grants, i, i+1)
+		grants = grants[:i+copy(grants[i:], grants[i+1:])]
 	}
 	s.launch(grants, watch)
 	if drained {

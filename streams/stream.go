@@ -150,9 +150,16 @@ func (s *Stream) reserve() *Reservation {
 	return &Reservation{s: s}
 }
 
+// queued is an operation's Work and task, allocated together.
+type queued struct {
+	work Work
+	task task
+}
+
 // enqueue adds an operation on room already taken from s.slots.
 func (s *Stream) enqueue(desc string, run func() error, deps []*Work, light bool) *Work {
-	w := NewWork(desc)
+	q := &queued{work: Work{desc: desc, done: make(chan struct{})}}
+	w, t := &q.work, &q.task
 	sch := s.sched
 	sch.mu.Lock()
 	if s.closed {
@@ -161,14 +168,14 @@ func (s *Stream) enqueue(desc string, run func() error, deps []*Work, light bool
 		w.Complete(fmt.Errorf("%s on stream %s: %w", desc, s.name, ErrStreamClosed))
 		return w
 	}
-	t := &task{run: run, work: w, stream: s, deps: slices.Clone(deps), light: light, seq: sch.nextSeq}
+	t.run, t.work, t.stream, t.deps, t.light, t.seq = run, w, s, slices.Clone(deps), light, sch.nextSeq
 	w.task = t
 	sch.nextSeq++
 	s.queue = append(s.queue, t)
-	var grants []*task
-	var watch []*Work
+	var room [grantRoom]*task
+	grants, watch := room[:0], []*Work(nil)
 	if s.running == nil && len(s.queue) == 1 { // only a new head changes what is ready
-		grants, watch = sch.dispatchLocked(time.Now())
+		grants, watch = sch.dispatchLocked(time.Now(), grants)
 	}
 	sch.mu.Unlock()
 	sch.launch(grants, watch)

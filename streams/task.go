@@ -64,6 +64,7 @@ func (t *task) runInline() bool {
 		return false
 	}
 	sch.claimedInline()
+	sch.graceClaimed()
 	sch.finish(t, t.execute(), false)
 	return true
 }
