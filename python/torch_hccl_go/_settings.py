@@ -33,7 +33,12 @@ def _library_settings() -> list[Setting]:
 
 SETTINGS = _library_settings() + [
     Setting("HCCL_GO_HOST_ID", "hostname/boot_id/dev:ino of /dev/shm", "Host identity for shared memory (read by torch_hccl_go)."),
-    Setting("HCCL_GO_MAXPROCS", "(unset: all cores)", "Caps the Go runtime's threads (GOMAXPROCS) when the library loads."),
+    Setting(
+        "HCCL_GO_MAXPROCS",
+        "auto",
+        "Go runtime's GOMAXPROCS: auto lowers it at each communicator's init to cores / ranks on this host "
+        "(at least 2, never raised); n sets n; 0 leaves Go's default.",
+    ),
 ]
 
 
