@@ -1,26 +1,13 @@
 package reduce
 
-// Reduce3Dup computes dst[i] = a[i] op b[i] and writes the same values into
-// dup, with the semantics of Reduce3. dst and dup may each alias a or b
-// exactly (not partially overlap them), but not each other. The C kernel reduces a few KiB at a time
-// and copies each block into dup while it is still in the L1 cache, which
-// is cheaper than Reduce3 followed by a copy of the whole result.
-func Reduce3Dup(dt DType, op Op, dst, dup, a, b []byte) {
-	if Check(dt, op) != nil {
-		return
-	}
-	if useC(dt, len(dst)) && cReduceDup(dt, op, dst, dup, a, b) {
-		return
-	}
-	n := common(dt.Size(), dst, dup, a, b) * dt.Size()
-	reduceGo(dt, op, dst[:n], a[:n], b[:n])
-	copy(dup[:n], dst[:n])
-}
-
-// Reduce3DupDivide is Reduce3Dup followed by DivideBy(divisor) of the
-// result, for the last step of an Avg (divisor <= 1: no division), with
-// the same aliasing rules. Each result equals what Reduce3, DivideBy and a
-// copy give, bit for bit.
+// Reduce3DupDivide computes dst[i] = a[i] op b[i], divides it by divisor
+// for the last step of an Avg (divisor <= 1: no division), and writes the
+// same values into dup, with the semantics of Reduce3. dst and dup may each
+// alias a or b exactly (not partially overlap them), but not each other.
+// The C kernel works a few KiB at a time and copies each block into dup
+// while it is still in the L1 cache, which is cheaper than Reduce3 followed
+// by a copy of the whole result. Each result equals what Reduce3, DivideBy
+// and a copy give, bit for bit.
 func Reduce3DupDivide(dt DType, op Op, dst, dup, a, b []byte, divisor int) {
 	if Check(dt, op) != nil {
 		return

@@ -26,23 +26,23 @@ func TestCReduceDupMatchesGo(t *testing.T) {
 					reduceGo(dt, op, want, a, b)
 
 					got, dup := randomBuf(rng, dt, n, rng.IntN(8)), randomBuf(rng, dt, n, rng.IntN(8))
-					require.True(t, cReduceDupAt(isa, dt, op, got, dup, a, b), what)
+					require.True(t, cReduceDupDivideAt(isa, dt, op, got, dup, a, b, 1), what)
 					requireSame(t, dt, want, got, a, b, what)
 					requireSame(t, dt, want, dup, a, b, what+" dup")
 
 					// dst aliasing a, then b, as an in-place all_reduce does.
 					inA, dupA := append([]byte(nil), a...), randomBuf(rng, dt, n, 0)
-					require.True(t, cReduceDupAt(isa, dt, op, inA, dupA, inA, b), what)
+					require.True(t, cReduceDupDivideAt(isa, dt, op, inA, dupA, inA, b, 1), what)
 					requireSame(t, dt, want, inA, a, b, what+" dst=a")
 					requireSame(t, dt, want, dupA, a, b, what+" dst=a dup")
 					inB, dupB := append([]byte(nil), b...), randomBuf(rng, dt, n, 0)
-					require.True(t, cReduceDupAt(isa, dt, op, inB, dupB, a, inB), what)
+					require.True(t, cReduceDupDivideAt(isa, dt, op, inB, dupB, a, inB, 1), what)
 					requireSame(t, dt, want, inB, a, b, what+" dst=b")
 					requireSame(t, dt, want, dupB, a, b, what+" dst=b dup")
 
 					// dup aliasing a, as the last pass of p > 2 ranks does.
 					dupIsA := append([]byte(nil), a...)
-					require.True(t, cReduceDupAt(isa, dt, op, got, dupIsA, dupIsA, b), what)
+					require.True(t, cReduceDupDivideAt(isa, dt, op, got, dupIsA, dupIsA, b, 1), what)
 					requireSame(t, dt, want, got, a, b, what+" dup=a")
 					requireSame(t, dt, want, dupIsA, a, b, what+" dup=a dup")
 				}
@@ -54,7 +54,7 @@ func TestCReduceDupMatchesGo(t *testing.T) {
 func TestCReduceDupInvalidPairIsNotHandled(t *testing.T) {
 	for _, isa := range isaLevels {
 		dst, dup := raw[float32](1, 2), raw[float32](0, 0)
-		require.False(t, cReduceDupAt(isa, Float32, Bxor, dst, dup, dst, dst))
+		require.False(t, cReduceDupDivideAt(isa, Float32, Bxor, dst, dup, dst, dst, 1))
 		require.Equal(t, raw[float32](1, 2), dst)
 	}
 }

@@ -6,7 +6,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func TestReduce3Dup(t *testing.T) {
+func TestReduce3DupDivideByOne(t *testing.T) {
 	for _, n := range []int{3, 1000} { // below and above the C threshold
 		av, bv, wv := make([]int32, n), make([]int32, n), make([]int32, n)
 		for i := range av {
@@ -15,14 +15,14 @@ func TestReduce3Dup(t *testing.T) {
 		}
 		a, b, want := raw(av...), raw(bv...), raw(wv...)
 		dst, dup := make([]byte, len(a)), make([]byte, len(a))
-		Reduce3Dup(Int32, Sum, dst, dup, a, b)
+		Reduce3DupDivide(Int32, Sum, dst, dup, a, b, 1)
 		require.Equal(t, want, dst)
 		require.Equal(t, want, dup)
 
 		// dst aliasing a; an invalid pair leaves everything alone.
-		Reduce3Dup(Int32, Sum, a, dup, a, b)
+		Reduce3DupDivide(Int32, Sum, a, dup, a, b, 1)
 		require.Equal(t, want, a)
-		Reduce3Dup(Float32, Bxor, a, dup, b, b)
+		Reduce3DupDivide(Float32, Bxor, a, dup, b, b, 1)
 		require.Equal(t, want, a)
 	}
 }

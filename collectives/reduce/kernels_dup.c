@@ -11,11 +11,6 @@
 // data cache, and it is a multiple of every element size.
 #define DUP_BLOCK 8192
 
-int hg_reduce_dup(int isa, int dt, int op, void *dst, void *dup, const void *a, const void *b,
-                  size_t nbytes) {
-    return hg_reduce_dup_div(isa, dt, op, dst, dup, a, b, nbytes, 1);
-}
-
 int hg_reduce_dup_div(int isa, int dt, int op, void *dst, void *dup, const void *a, const void *b,
                       size_t nbytes, long divisor) {
     unsigned char *d = dst, *u = dup;

@@ -5,14 +5,11 @@
 
 #include <stddef.h>
 
-// dst = a op b and dup = the same values (dst and dup may each be a or b,
-// as blocks are read before they are written; dst and dup must differ). Returns 1 when handled, 0 when not (as hg_reduce).
-int hg_reduce_dup(int isa, int dt, int op, void *dst, void *dup, const void *a, const void *b,
-                  size_t nbytes);
-
-// As hg_reduce_dup, each result then divided by divisor (when > 1, for
-// Avg: the finished sum over divisor ranks); floating-point dtypes only
-// (0 for the others, before anything is written).
+// dst = a op b, divided by divisor when divisor > 1 (for Avg: the
+// finished sum over divisor ranks; floating-point dtypes only, 0 for the
+// others before anything is written), and dup = the same values. dst and
+// dup may each be a or b, as blocks are read before they are written; dst
+// and dup must differ. Returns 1 when handled, 0 when not (as hg_reduce).
 int hg_reduce_dup_div(int isa, int dt, int op, void *dst, void *dup, const void *a, const void *b,
                       size_t nbytes, long divisor);
 
