@@ -19,14 +19,10 @@ func goWorkDrive(h C.hcclGoWork_t) (rc C.hcclGoResult_t) {
 	if err != nil {
 		return fail(nil, err)
 	}
-	if !e.w.RunInline() {
-		if done, _ := e.w.Test(); !done {
-			e.w.Start()
-			return C.hcclGoInProgress
-		}
+	e.w.RunInline()
+	rc = e.status()
+	if rc == C.hcclGoInProgress {
+		e.w.Start()
 	}
-	if _, werr := e.w.Test(); werr != nil {
-		return fail(e.comm, werr)
-	}
-	return C.hcclGoSuccess
+	return rc
 }

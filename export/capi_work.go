@@ -50,12 +50,17 @@ func goWorkTest(h C.hcclGoWork_t) (rc C.hcclGoResult_t) {
 	if err != nil {
 		return fail(nil, err)
 	}
-	done, werr := e.w.Test()
+	return e.status()
+}
+
+// status is the op's result code: hcclGoInProgress until it completes.
+func (e *workEntry) status() C.hcclGoResult_t {
+	done, err := e.w.Test()
 	switch {
 	case !done:
 		return C.hcclGoInProgress
-	case werr != nil:
-		return fail(e.comm, werr)
+	case err != nil:
+		return fail(e.comm, err)
 	default:
 		return C.hcclGoSuccess
 	}

@@ -94,7 +94,7 @@ var Vars = []Var{
 		func(c *Config, v string) error { return setInt(&c.ChunkBytes, v, 0, 1<<30) }},
 	{"HCCL_GO_SHM_COLLECTIVES", "1", "`1`: when all ranks share one host, collectives work directly in shared memory; `0`: as messages over the shm transport.",
 		func(c *Config, v string) error { return setBool(&c.ShmCollectives, v) }},
-	{"HCCL_GO_SINGLE_COPY", "1", "`1`: the shared-memory all_reduce of 256 KiB to 16 MiB (at 2 ranks; 32 MiB/ranks beyond) reads peers' buffers directly with process_vm_readv where the kernel allows it (probed once, all ranks agree, else shared memory); `0`: always staged through shared memory.",
+	{"HCCL_GO_SINGLE_COPY", "1", "`1`: the shared-memory all_reduce of 256 KiB to 1 MiB (at 2 ranks; 2 MiB/ranks beyond) reads peers' buffers directly with process_vm_readv where the kernel allows it (probed once, all ranks agree, else shared memory); `0`: always staged through shared memory.",
 		func(c *Config, v string) error { return setBool(&c.SingleCopy, v) }},
 	{"HCCL_GO_TOPO_PROBE", "auto", "Link probing at init: `1` on, `0` off, `auto`: on when the ranks span several hosts and number at most 16.",
 		func(c *Config, v string) error { return setEnum(&c.TopoProbe, v, "auto", "0", "1") }},

@@ -158,8 +158,9 @@ type queued struct {
 
 // enqueue adds an operation on room already taken from s.slots.
 func (s *Stream) enqueue(desc string, run func() error, deps []*Work, light bool) *Work {
-	q := &queued{work: Work{desc: desc, done: make(chan struct{})}}
+	q := &queued{}
 	w, t := &q.work, &q.task
+	w.init(desc)
 	sch := s.sched
 	sch.mu.Lock()
 	if s.closed {

@@ -30,7 +30,14 @@ type Work struct {
 // NewWork returns an incomplete Work described by desc (used in errors and
 // traces, e.g. "allreduce seq 7").
 func NewWork(desc string) *Work {
-	return &Work{desc: desc, done: make(chan struct{})}
+	w := &Work{}
+	w.init(desc)
+	return w
+}
+
+// init readies a zero Work (NewWork, or one allocated with its task).
+func (w *Work) init(desc string) {
+	w.desc, w.done = desc, make(chan struct{})
 }
 
 // Desc describes the operation.

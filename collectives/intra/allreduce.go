@@ -28,10 +28,10 @@ import (
 //     of it in cache; one post and one wait per peer.
 //   - n <= 1 MiB/(p-1): the same one-shot through the data halves, 1 MiB
 //     per epoch.
-//   - larger: the reduce-scatter/all-gather pipeline (rsag.go): 2 + 5(p-1)/p
-//     touched (4.5 for p = 2), of which only reading send once and writing
+//   - larger: the reduce-scatter/all-gather pipeline (rsag.go): (7p-6)/p
+//     touched (4 for p = 2), of which only reading send once and writing
 //     recv once reach memory; the shared chunks stay in cache.
-//   - from 256 KiB to 16 MiB (p = 2), with AllReduceWith where the kernel
+//   - from 256 KiB to 1 MiB (p = 2), with AllReduceWith where the kernel
 //     allows it, before the two above: the same reduce-scatter/all-gather
 //     reading the peers' private buffers with process_vm_readv
 //     (singlecopy_reduce.go): 7(p-1)/p touched (3.5 for p = 2).
@@ -40,7 +40,7 @@ func AllReduce(ctx context.Context, a *arena.Arena, seq uint64, send, recv []byt
 }
 
 // AllReduceWith is AllReduce with the arena's single-copy state (nil: none,
-// as AllReduce): payloads from 256 KiB to 16 MiB (at p = 2; 32 MiB/p
+// as AllReduce): payloads from 256 KiB to 1 MiB (at p = 2; 2 MiB/p
 // beyond) then go through the single-copy protocol
 // (singlecopy_reduce.go) where the ranks agreed that it works. Every rank
 // of the call must pass a state, or none.
@@ -86,10 +86,8 @@ func allReduce(ctx context.Context, a *arena.Arena, sc *SingleCopy, seq uint64, 
 		st.singleCopy = true
 		r.stamp = st.encode()
 		err = r.singleCopyOrShared(ctx, send, recv)
-	case n <= t.oneShotLimit(a.Size()):
-		err = r.oneShotHalves(ctx, send, recv, allRanks)
 	default:
-		err = r.rsag(ctx, send, recv, allRanks)
+		err = r.staged(ctx, send, recv, allRanks)
 	}
 	endOp(a, err)
 	return err
@@ -124,10 +122,16 @@ func (r *reduction) singleCopyOrShared(ctx context.Context, send, recv []byte) e
 		return r.singleCopy(ctx, send, recv)
 	}
 	r.stamped = true
+	return r.staged(ctx, send, recv, allRanks)
+}
+
+// staged runs a reduction too large for the inline slots through the
+// arena's data halves: one-shot up to oneShotLimit, else the pipeline.
+func (r *reduction) staged(ctx context.Context, send, recv []byte, root int) error {
 	if len(send) <= r.t.oneShotLimit(r.a.Size()) {
-		return r.oneShotHalves(ctx, send, recv, allRanks)
+		return r.oneShotHalves(ctx, send, recv, root)
 	}
-	return r.rsag(ctx, send, recv, allRanks)
+	return r.rsag(ctx, send, recv, root)
 }
 
 // wants reports whether local rank me receives the result when root names

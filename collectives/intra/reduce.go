@@ -60,10 +60,8 @@ func reduceRoot(ctx context.Context, a *arena.Arena, seq uint64, send, recv []by
 		local(dt, op, preMul, recv, send)
 	case n <= a.InlineBytes(): // empty calls too: they must meet their peers
 		err = r.oneShotInline(ctx, send, recv, root)
-	case n <= t.oneShotLimit(a.Size()):
-		err = r.oneShotHalves(ctx, send, recv, root)
 	default:
-		err = r.rsag(ctx, send, recv, root)
+		err = r.staged(ctx, send, recv, root)
 	}
 	endOp(a, err)
 	return err

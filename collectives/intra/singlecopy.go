@@ -16,7 +16,7 @@ import (
 )
 
 // SingleCopy is the single-copy state of one arena: whether its
-// all_reduces of 256 KiB to 16 MiB may read the peers' private buffers
+// all_reduces of 256 KiB to 1 MiB (tuning.singleCopyMin/Max) may read the peers' private buffers
 // directly with process_vm_readv (see singlecopy_reduce.go), instead of
 // staging every byte through the arena's shared memory.
 //

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"syscall"
 	"testing"
 	"time"
@@ -201,15 +200,7 @@ func TestPeerCopyError(t *testing.T) {
 // two address spaces as in production.
 func TestSingleCopyTwoProcesses(t *testing.T) {
 	requireCMA(t)
-	dir := shmDir(t)
-	job := fmt.Sprintf("sc-%d-%d", os.Getpid(), time.Now().UnixNano())
-	cmd := startHelper(t, "singlecopy", job, dir)
-	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	a, err := arena.Connect(ctx, 0, []int{0, 1}, job, testArenaConfig(dir))
-	require.NoError(t, err)
-	defer a.Close()
+	ctx, a, cmd, _ := helperArena(t, "singlecopy", "sc", 30*time.Second, testArenaConfig)
 	sc := NewSingleCopy(true)
 	require.NoError(t, singleCopyChecks(ctx, a, sc))
 	assert.Equal(t, "on", sc.State())
@@ -265,40 +256,15 @@ func singleCopyChecks(ctx context.Context, a *arena.Arena, sc *SingleCopy) error
 // waiting for its post.
 func TestPeerKilledMidSingleCopy(t *testing.T) {
 	requireCMA(t)
-	dir := shmDir(t)
-	job := fmt.Sprintf("sckill-%d-%d", os.Getpid(), time.Now().UnixNano())
-	cmd := startHelper(t, "spinsc", job, dir)
-	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	a, err := arena.Connect(ctx, 0, []int{0, 1}, job, arena.Config{Dir: dir, DataBytes: 1 << 20})
-	require.NoError(t, err)
-	defer a.Close()
+	ctx, a, cmd, _ := helperArena(t, "spinsc", "sckill", 20*time.Second, smallDataArena)
 	sc := NewSingleCopy(true)
 	buf := make([]byte, spinSingleCopyBytes)
 	require.NoError(t, AllReduceWith(ctx, a, sc, 1, buf, buf, reduce.Float32, reduce.Sum, 0))
 	require.Equal(t, "on", sc.State())
 
-	killed := make(chan time.Time, 1)
-	go func() {
-		time.Sleep(100 * time.Millisecond)
-		killed <- time.Now()
-		_ = cmd.Process.Signal(syscall.SIGKILL)
-	}()
-	for seq := uint64(2); ; seq++ {
-		err = AllReduceWith(ctx, a, sc, seq, buf, buf, reduce.Float32, reduce.Sum, 0)
-		if err != nil {
-			break
-		}
-	}
-	detected := time.Since(<-killed)
-	t.Logf("detected %v after the kill: %v", detected, err)
-	var pe *arena.PeerError
-	require.ErrorAs(t, err, &pe, "%v", err)
-	assert.Equal(t, 1, pe.Rank)
-	assert.ErrorIs(t, err, arena.ErrPeerGone)
-	assert.Contains(t, err.Error(), "peer rank 1")
-	assert.Less(t, detected, 1500*time.Millisecond)
+	killMidOps(t, cmd, func(seq uint64) error {
+		return AllReduceWith(ctx, a, sc, seq, buf, buf, reduce.Float32, reduce.Sum, 0)
+	})
 }
 
 // spinSingleCopyBytes is the all_reduce size of the "spinsc" helper, in
@@ -307,13 +273,7 @@ const spinSingleCopyBytes = 1 << 20
 
 // helperSpinSingleCopy runs single-copy all_reduces until killed.
 func helperSpinSingleCopy(ctx context.Context, a *arena.Arena) error {
-	sc := NewSingleCopy(true)
-	buf := make([]byte, spinSingleCopyBytes)
-	for seq := uint64(1); ; seq++ {
-		if err := AllReduceWith(ctx, a, sc, seq, buf, buf, reduce.Float32, reduce.Sum, 0); err != nil {
-			return err
-		}
-	}
+	return spinAllReduce(ctx, a, NewSingleCopy(true), spinSingleCopyBytes)
 }
 
 // TestSingleCopyFailedRankDoesNotLeakIntoPeers: rank 0 posts its "done

@@ -98,7 +98,7 @@ class HcclGoWork : public c10d::Work {
   // Parts not yet done, plus one until seal().
   std::atomic<int> pending_{1};
   std::atomic<bool> finished_{false};
-  std::atomic<bool> started_{false};  // getFuture() started the ops (hcclGoWorkStart)
+  std::atomic<bool> started_{false};  // getFuture() had a completion thread drive the ops (postDrive)
 
   // Written by the issuing thread before seal(), read by finish() after the
   // last part: the atomic pending_ orders them.
