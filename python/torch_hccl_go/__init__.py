@@ -8,6 +8,8 @@ get_stream/set_stream/use_stream (the library stream of a group's
 collectives), __version__. `python -m torch_hccl_go.info` prints the configuration.
 """
 
+import atexit as _atexit
+
 import torch  # noqa: F401  (loads libtorch before the extension)
 
 from ._library import check_torch_version, library_path
@@ -24,6 +26,10 @@ from .stats import stats  # noqa: E402
 from .trace import dump_trace  # noqa: E402
 
 register()
+
+# At exit, before Python finalizes, let completions still in flight finish: a completion
+# thread that drops a tensor Python owns once finalization has begun aborts the process.
+_atexit.register(_C.drain_at_exit, 2000)
 
 __all__ = [
     "Options",

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import os
 from datetime import timedelta
 
 import torch.distributed as dist
+import torch.distributed.distributed_c10d as c10d
 
 from . import _C
 from ._rendezvous import exchange
@@ -27,6 +29,7 @@ def create_backend(dist_opts, pg_options) -> _C.HcclGoBackend:
     global_ranks = list(getattr(dist_opts, "global_ranks_in_group", None) or [])
     if len(global_ranks) == size and global_ranks != list(range(size)):
         options += ";global_ranks=" + ",".join(str(r) for r in global_ranks)
+    _choose_flight_recorder()
     stream = resolve_stream(opts.stream)  # checked before the rendezvous
     peers = exchange(dist_opts.store, rank, size, opts.listen_addr or "")
     backend = _C.HcclGoBackend(
@@ -48,3 +51,22 @@ def register() -> None:
     if getattr(dist.Backend, BACKEND_NAME.upper(), None) == BACKEND_NAME:
         return
     dist.Backend.register_backend(BACKEND_NAME, create_backend, extended_api=True, devices=["cpu"])
+
+
+def _choose_flight_recorder() -> None:
+    """Tells torch whether to hook its own flight recorder onto the group being made.
+
+    hccl_go keeps a flight recorder of its own (HCCL_GO_TRACE_SIZE; dumped on failure, read by
+    `python -m torch_hccl_go.trace`), so by default it is listed with the backends that record
+    themselves, as gloo is, and torch attaches no hook. Torch's hook would record every op a
+    second time, Python traceback included: about 3 µs per op, a third of a small all_reduce.
+    HCCL_GO_TORCH_FLIGHT_RECORDER=1 attaches it anyway, for torch's own dump tools. torch
+    reads the set right after this creator returns, so the choice is made per group.
+    """
+    self_recording = getattr(c10d, "_FR_SELF_RECORDING_BACKENDS", None)
+    if not isinstance(self_recording, set):
+        return  # a torch without the hook
+    if os.environ.get("HCCL_GO_TORCH_FLIGHT_RECORDER", "0") == "1":
+        self_recording.discard(BACKEND_NAME)
+    else:
+        self_recording.add(BACKEND_NAME)

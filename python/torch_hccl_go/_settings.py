@@ -39,6 +39,12 @@ SETTINGS = _library_settings() + [
         "Go runtime's GOMAXPROCS: auto lowers it at each communicator's init to cores / ranks on this host "
         "(at least 2, never raised); n sets n; 0 leaves Go's default.",
     ),
+    Setting(
+        "HCCL_GO_TORCH_FLIGHT_RECORDER",
+        "0",
+        "1: let torch hook its own flight recorder onto hccl_go groups as well (about 3 us per op); "
+        "0: only hccl_go's own (HCCL_GO_TRACE_SIZE).",
+    ),
 ]
 
 

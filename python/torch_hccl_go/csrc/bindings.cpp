@@ -5,6 +5,7 @@
 #include <torch/python.h>
 
 #include "backend.hpp"
+#include "completion_queue.hpp"
 #include "errors.hpp"
 
 namespace py = pybind11;
@@ -89,5 +90,12 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("listener_close", &hccl_go::listenerClose, py::arg("listener"), "hcclGoListenerClose.");
   m.def("library_version", &hccl_go::libraryVersion, "hcclGoGetVersion of the loaded libhccl_go.so.");
   m.def("loaded_library_path", &hccl_go::loadedLibraryPath, "Path of the libhccl_go.so in use.");
+  m.def(
+      "drain_at_exit",
+      [](int64_t timeoutMs) { return hccl_go::CompletionQueue::drainAll(std::chrono::milliseconds(timeoutMs)); },
+      py::arg("timeout_ms"),
+        py::call_guard<py::gil_scoped_release>(),
+        "Waits (at most timeout) until no Work is in flight and every completion thread is idle; "
+        "registered with atexit, so that no completion thread drops a tensor once Python finalizes.");
   m.attr("HEADER_VERSION") = HCCL_GO_VERSION_CODE;
 }

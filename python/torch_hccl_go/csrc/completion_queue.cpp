@@ -2,12 +2,14 @@
 
 #include <pthread.h>
 
+#include <algorithm>
 #include <thread>
 
 #include <c10/core/GradMode.h>
 #include <c10/util/Exception.h>
 
 #include "errors.hpp"
+#include "gil.hpp"
 
 namespace hccl_go {
 
@@ -21,6 +23,14 @@ constexpr std::chrono::seconds kIdleExit{10};
 // The queue whose completion thread this is (null elsewhere).
 thread_local const CompletionQueue* tlsQueue = nullptr;
 
+// Every queue made, for drainAll at exit (one per communicator; the
+// registry only observes them).
+std::mutex registryMu;
+std::vector<std::weak_ptr<CompletionQueue>>& registry() {
+  static auto* queues = new std::vector<std::weak_ptr<CompletionQueue>>();  // never destroyed: used at exit
+  return *queues;
+}
+
 }  // namespace
 
 std::shared_ptr<CompletionQueue> CompletionQueue::create() {
@@ -30,7 +40,35 @@ std::shared_ptr<CompletionQueue> CompletionQueue::create() {
     queue->threads_ = 1;
   }
   queue->spawn();
+  std::lock_guard<std::mutex> lock(registryMu);
+  auto& queues = registry();
+  queues.erase(std::remove_if(queues.begin(), queues.end(), [](const auto& q) { return q.expired(); }), queues.end());
+  queues.push_back(queue);
   return queue;
+}
+
+bool CompletionQueue::drainAll(std::chrono::milliseconds timeout) {
+  std::vector<std::shared_ptr<CompletionQueue>> live;
+  {
+    std::lock_guard<std::mutex> lock(registryMu);
+    for (auto& q : registry()) {
+      if (auto queue = q.lock()) {
+        live.push_back(std::move(queue));
+      }
+    }
+  }
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  bool quiet = true;
+  for (auto& queue : live) {
+    quiet = queue->waitQuiet(deadline) && quiet;
+  }
+  return quiet;
+}
+
+bool CompletionQueue::waitQuiet(std::chrono::steady_clock::time_point deadline) {
+  std::unique_lock<std::mutex> lock(mu_);
+  return stateCv_.wait_until(lock, deadline,
+                             [&] { return inFlight_.empty() && events_.empty() && waiting_ == threads_; });
 }
 
 void CompletionQueue::spawn() {
@@ -166,6 +204,12 @@ void CompletionQueue::serve() {
       } catch (const std::exception& e) {
         TORCH_WARN("hccl_go: completing ", ev.work->name(), ": ", e.what());
       }
+      if (pythonFinalizing()) {
+        // Dropping the Work may drop a tensor that Python owns, which needs
+        // the GIL, which a thread cannot take any more: leak it instead,
+        // the process is ending. (drainAll at exit makes this rare.)
+        (void)ev.work.release();
+      }
       ev = Event{};  // drop the Work (and maybe its tensors) outside the lock
       lock.lock();
       continue;
@@ -174,6 +218,9 @@ void CompletionQueue::serve() {
       break;
     }
     ++waiting_;
+    if (waiting_ == threads_ && inFlight_.empty()) {
+      stateCv_.notify_all();  // quiet: drainAll may be waiting
+    }
     const bool woken = eventCv_.wait_for(lock, kIdleExit, [&] { return !events_.empty() || stop_; });
     --waiting_;
     if (!woken && threads_ > 1) {

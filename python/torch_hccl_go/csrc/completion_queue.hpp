@@ -55,6 +55,14 @@ class CompletionQueue : public std::enable_shared_from_this<CompletionQueue> {
   bool waitIdle(std::chrono::milliseconds timeout);
   std::vector<c10::intrusive_ptr<HcclGoWork>> inFlight();
 
+  // Waits until every live queue is quiet: no Work in flight, no event
+  // queued, every completion thread idle; false if one is not by the
+  // deadline. For interpreter exit (torch_hccl_go registers it with
+  // atexit): once Python finalizes, a completion thread that drops the
+  // last reference to a tensor Python still owns cannot take the GIL, and
+  // the thread is torn down mid-destructor (std::terminate).
+  static bool drainAll(std::chrono::milliseconds timeout);
+
   // Threads exit once no event is left.
   void requestStop();
   // Waits for every completion thread to exit; false on timeout.
@@ -77,6 +85,8 @@ class CompletionQueue : public std::enable_shared_from_this<CompletionQueue> {
   };
 
   CompletionQueue() = default;
+  // No Work in flight, no event queued, every thread waiting; false on timeout.
+  bool waitQuiet(std::chrono::steady_clock::time_point deadline);
   static void onLibraryCompletion(void* userData, hcclGoWork_t handle, hcclGoResult_t status,
                                   const char* msg) noexcept;
   void push(Event ev);
