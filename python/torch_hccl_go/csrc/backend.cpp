@@ -2,8 +2,10 @@
 // The collectives themselves are in collectives.cpp and p2p.cpp.
 #include "backend.hpp"
 
+#include <pthread.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstring>
 
 #include <c10/util/Exception.h>
@@ -45,12 +47,22 @@ hcclGoComm_t initComm(const HcclGoBackend::Setup& s) {
   return comm;
 }
 
+// This process's id, kept current across fork by an atfork handler: the
+// fork check runs on every op, and getpid() is a system call.
+std::atomic<pid_t> currentPid{getpid()};
+
+void noteForkedChild() {
+  currentPid.store(getpid(), std::memory_order_relaxed);
+}
+
+[[maybe_unused]] const int atforkRegistered = pthread_atfork(nullptr, nullptr, noteForkedChild);
+
 }  // namespace
 
 HcclGoBackend::HcclGoBackend(const Setup& setup)
     : c10d::Backend(setup.rank, setup.size),
       options_(setup.options),
-      pid_(getpid()),
+      pid_(currentPid.load(std::memory_order_relaxed)),
       timeoutMs_(setup.timeout.count()) {
   comm_ = initComm(setup);
   try {
@@ -72,7 +84,7 @@ HcclGoBackend::~HcclGoBackend() {
       std::lock_guard<std::mutex> lock(mu_);
       open = !closed_;
     }
-    if (open && getpid() == pid_) {
+    if (open && !inForkedChild()) {
       MaybeReleaseGil nogil;
       abortFirst = queue_->onCompletionThread() || !queue_->waitIdle(kDestructorGrace);
       if (abortFirst) {
@@ -102,12 +114,19 @@ std::chrono::milliseconds HcclGoBackend::timeoutOr(std::chrono::milliseconds opT
   return opTimeout;
 }
 
-void HcclGoBackend::checkUsable(const char* op) const {
-  const pid_t pid = getpid();
-  TORCH_CHECK(pid == pid_, "hccl_go: ", op, ": this process group was created by process ", pid_,
-              " and cannot be used in the forked child process ", pid,
+bool HcclGoBackend::inForkedChild() const {
+  return currentPid.load(std::memory_order_relaxed) != pid_;
+}
+
+void HcclGoBackend::checkNotForked(const char* op) const {
+  TORCH_CHECK(!inForkedChild(), "hccl_go: ", op, ": this process group was created by process ", pid_,
+              " and cannot be used in the forked child process ", getpid(),
               " (the Go runtime does not survive fork). Create the process group in the child "
               "instead, e.g. with the 'spawn' start method.");
+}
+
+void HcclGoBackend::checkUsable(const char* op) const {
+  checkNotForked(op);
   std::lock_guard<std::mutex> lock(mu_);
   TORCH_CHECK(!closed_, "hccl_go: ", op, ": the process group was shut down or aborted");
 }
@@ -115,14 +134,17 @@ void HcclGoBackend::checkUsable(const char* op) const {
 c10::intrusive_ptr<HcclGoWork> HcclGoBackend::newWork(c10d::OpType type, const char* name,
                                                       const std::vector<at::Tensor>& inputs,
                                                       std::chrono::milliseconds opTimeout, bool p2p) {
-  checkUsable(name);
+  checkNotForked(name);
   const uint64_t seq = p2p ? ++seqP2P_ : ++seqCollective_;
   auto work = c10::make_intrusive<HcclGoWork>(rank_, type, name, seq, timeoutOr(opTimeout), queue_, inputs);
-  queue_->track(work);
-  std::lock_guard<std::mutex> lock(mu_);
-  if (coalesced_) {
-    coalesced_->addChild(work);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    TORCH_CHECK(!closed_, "hccl_go: ", name, ": the process group was shut down or aborted");
+    if (coalesced_) {
+      coalesced_->addChild(work);
+    }
   }
+  queue_->track(work);
   return work;
 }
 
@@ -179,7 +201,7 @@ void HcclGoBackend::shutdown() {
 }
 
 void HcclGoBackend::teardown(bool abortFirst) {
-  if (getpid() != pid_) {
+  if (inForkedChild()) {
     // A forked child: the communicator and the completion threads belong
     // to the parent. Touch neither (no Go call; the queue's mutexes may have
     // been copied locked): leak them.

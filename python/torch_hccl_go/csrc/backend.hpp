@@ -156,6 +156,10 @@ class HcclGoBackend : public c10d::Backend {
   void issueReduceScatterBase(Issue& is, const at::Tensor& output, const at::Tensor& input, const Reduction& red);
 
   void teardown(bool abortFirst);
+  // True in a child forked after this backend was made (no system call).
+  bool inForkedChild() const;
+  // Throws, naming both processes, in such a child.
+  void checkNotForked(const char* op) const;
 
   hcclGoComm_t comm_ = 0;
   const std::string options_;

@@ -86,7 +86,7 @@ void CompletionQueue::spawn() {
 }
 
 thread_local HcclGoWork* CompletionQueue::inlineWork_ = nullptr;
-thread_local std::vector<CompletionQueue::Event>* CompletionQueue::inlineEvents_ = nullptr;
+thread_local c10::SmallVectorImpl<CompletionQueue::Event>* CompletionQueue::inlineEvents_ = nullptr;
 
 void CompletionQueue::watch(const c10::intrusive_ptr<HcclGoWork>& work, hcclGoWork_t handle) {
   work->addPart();
@@ -142,7 +142,7 @@ void CompletionQueue::runOps(const c10::intrusive_ptr<HcclGoWork>& work, Run run
   if (work->handles().empty() || inlineWork_ != nullptr) {
     return;  // coalesced parents have no ops of their own; no nesting
   }
-  std::vector<Event> events;
+  c10::SmallVector<Event, 2> events;  // no allocation for the usual one op
   inlineWork_ = work.get();
   inlineEvents_ = &events;
   for (hcclGoWork_t h : work->handles()) {

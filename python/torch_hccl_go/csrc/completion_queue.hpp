@@ -21,6 +21,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include <c10/util/SmallVector.h>
+
 #include "hccl_go.h"
 #include "work.hpp"
 
@@ -104,7 +106,7 @@ class CompletionQueue : public std::enable_shared_from_this<CompletionQueue> {
   // Set on a thread inside driveInline: completions of that Work reported
   // on this very thread are collected here instead of queued.
   static thread_local HcclGoWork* inlineWork_;
-  static thread_local std::vector<Event>* inlineEvents_;
+  static thread_local c10::SmallVectorImpl<Event>* inlineEvents_;
 
   std::mutex mu_;
   std::condition_variable eventCv_;  // events_ or stop_ changed

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include <ATen/core/jit_type.h>
+#include <ATen/record_function.h>
 #include <c10/util/Exception.h>
 
 #include "completion_queue.hpp"
@@ -19,21 +20,18 @@ std::chrono::milliseconds clampTimeout(std::chrono::milliseconds t) {
   return std::min(t, kYear);
 }
 
-std::string profilingTitle(const std::string& name) {
-  return "hccl_go:" + name;
-}
-
 }  // namespace
 
 HcclGoWork::HcclGoWork(int rank, c10d::OpType opType, std::string name, uint64_t seq,
                        std::chrono::milliseconds timeout, std::shared_ptr<CompletionQueue> queue,
                        const std::vector<at::Tensor>& inputs)
-    : c10d::Work(rank, opType, profilingTitle(name).c_str(), inputs),
+    // A profiler range only while something (the torch profiler) records:
+    // for any title c10d::Work makes a RecordFunction, an allocation per op.
+    : c10d::Work(rank, opType, at::hasCallbacks() ? ("hccl_go:" + name).c_str() : nullptr, inputs),
       name_(std::move(name)),
       seq_(seq),
       timeout_(timeout),
-      queue_(std::move(queue)),
-      future_(c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()))) {}
+      queue_(std::move(queue)) {}
 
 void HcclGoWork::keep(const at::Tensor& t) {
   kept_.push_back(t);
@@ -116,26 +114,43 @@ void HcclGoWork::finish() {
   copyBack_.clear();
   keptCounts_.clear();
 
-  const std::string what = "hccl_go: " + name_ + " (op #" + std::to_string(seq_) + ")";
-  std::exception_ptr err = status == hcclGoSuccess ? nullptr : makeOpError(status, what, msg);
+  std::exception_ptr err;
+  if (status != hcclGoSuccess) {
+    err = makeOpError(status, "hccl_go: " + name_ + " (op #" + std::to_string(seq_) + ")", msg);
+  }
+  c10::intrusive_ptr<c10::ivalue::Future> future;
+  {
+    std::lock_guard<std::mutex> lock(errMu_);
+    outcome_ = err;
+    futureDue_ = true;
+    future = future_;
+  }
   // Like ProcessGroupGloo: the Future first, then the Work.
-  try {
-    if (err) {
-      future_->setError(err);
-    } else {
-      future_->markCompleted(c10::IValue(outputs_));
-    }
-  } catch (const std::exception& e) {
-    // A Future callback threw; the Work itself still completes.
-    TORCH_WARN("hccl_go: a callback of the Future of ", what, " threw: ", e.what());
+  if (future) {
+    completeFuture(future);
   }
   c10d::Work::finish(err);
   queue_->untrack(this);
 
   for (auto& parent : parents) {
-    if (parent->partDone(status, status == hcclGoSuccess ? "" : what + ": " + msg)) {
+    if (parent->partDone(status, status == hcclGoSuccess
+                                     ? ""
+                                     : "hccl_go: " + name_ + " (op #" + std::to_string(seq_) + "): " + msg)) {
       parent->finish();
     }
+  }
+}
+
+void HcclGoWork::completeFuture(const c10::intrusive_ptr<c10::ivalue::Future>& f) {
+  try {
+    if (outcome_) {
+      f->setError(outcome_);
+    } else {
+      f->markCompleted(c10::IValue(outputs_));
+    }
+  } catch (const std::exception& e) {
+    // A Future callback threw; the Work itself still completes.
+    TORCH_WARN("hccl_go: a callback of the Future of ", name_, " (op #", seq_, ") threw: ", e.what());
   }
 }
 
@@ -172,10 +187,23 @@ c10::intrusive_ptr<c10::ivalue::Future> HcclGoWork::getFuture() {
   // runs it now and completes it itself. (A then() callback that issues a
   // collective on this group therefore races with other threads issuing on
   // it, as with gloo: README, "Ordering".)
+  c10::intrusive_ptr<c10::ivalue::Future> future;
+  bool completeNow = false;
+  {
+    std::lock_guard<std::mutex> lock(errMu_);
+    if (!future_) {
+      future_ = c10::make_intrusive<c10::ivalue::Future>(c10::ListType::ofTensors());
+      completeNow = futureDue_;  // finish() has run and found no Future to complete
+    }
+    future = future_;
+  }
+  if (completeNow) {
+    completeFuture(future);
+  }
   if (!started_.exchange(true) && !isCompleted() && !handles_.empty()) {
     queue_->postDrive(c10::intrusive_ptr<HcclGoWork>::reclaim_copy(this));
   }
-  return future_;
+  return future;
 }
 
 uint64_t HcclGoWork::getSequencenumber() const {

@@ -15,7 +15,7 @@
 
 #include <atomic>
 #include <chrono>
-#include <deque>
+#include <list>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -89,11 +89,13 @@ class HcclGoWork : public c10d::Work {
   std::chrono::milliseconds getTimeout() const override;
 
  private:
+  // Completes f with this finished Work's outcome.
+  void completeFuture(const c10::intrusive_ptr<c10::ivalue::Future>& f);
+
   const std::string name_;
   const uint64_t seq_;
   const std::chrono::milliseconds timeout_;
   const std::shared_ptr<CompletionQueue> queue_;
-  const c10::intrusive_ptr<c10::ivalue::Future> future_;
 
   // Parts not yet done, plus one until seal().
   std::atomic<int> pending_{1};
@@ -104,17 +106,22 @@ class HcclGoWork : public c10d::Work {
   // last part: the atomic pending_ orders them.
   std::vector<at::Tensor> kept_;
   std::vector<std::pair<at::Tensor, at::Tensor>> copyBack_;
-  std::deque<std::vector<size_t>> keptCounts_;
+  std::list<std::vector<size_t>> keptCounts_;  // a list: references stay valid, and empty costs nothing
   std::vector<at::Tensor> outputs_;
   std::vector<hcclGoWork_t> handles_;
   // Coalescing links, both dropped by finish() (no cycle outlives it).
   std::vector<c10::intrusive_ptr<HcclGoWork>> children_;
   std::vector<c10::intrusive_ptr<HcclGoWork>> parents_;
 
-  // First error of any part (guarded by errMu_).
+  // Guards the first error of any part, and the Future: made on the first
+  // getFuture() (most Works are only waited on), completed by finish() or,
+  // if made after that, by getFuture() itself.
   std::mutex errMu_;
   hcclGoResult_t status_ = hcclGoSuccess;
   std::string errMsg_;
+  c10::intrusive_ptr<c10::ivalue::Future> future_;
+  bool futureDue_ = false;      // finish() has run: a Future made now completes at once
+  std::exception_ptr outcome_;  // the error finish() reported (null: success)
 };
 
 }  // namespace hccl_go
