@@ -121,7 +121,7 @@ func (s *Scheduler) NewStream(name string, priority, depth int) *Stream {
 	}
 	st := &Stream{
 		sched: s, name: name, priority: priority,
-		slots: make(chan struct{}, depth), drained: make(chan struct{}),
+		room: newRoom(depth), drained: make(chan struct{}),
 	}
 	s.mu.Lock()
 	s.streams = append(s.streams, st)
@@ -333,7 +333,7 @@ func (s *Scheduler) work(t *task) {
 // others start on new workers.
 func (s *Scheduler) finish(t *task, err error, asWorker bool) (next *task) {
 	st := t.stream
-	<-st.slots // room for one more submission, before callbacks run
+	st.room.give() // room for one more submission, before callbacks run
 	ended := t.stamps.Ended
 	if !t.light {
 		s.lastRun.Store(int64(ended.Sub(t.stamps.Started)))

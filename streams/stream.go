@@ -18,7 +18,7 @@ type Stream struct {
 	sched    *Scheduler
 	name     string
 	priority int
-	slots    chan struct{} // a token per queued or running operation: back-pressure
+	room     *room         // a place per queued or running operation: back-pressure
 	drained  chan struct{} // closed once the stream is closed and empty
 
 	// Guarded by sched.mu.
@@ -42,7 +42,7 @@ func (s *Stream) Name() string { return s.name }
 func (s *Stream) Priority() int { return s.priority }
 
 // Depth is the most operations the stream holds, queued and running.
-func (s *Stream) Depth() int { return cap(s.slots) }
+func (s *Stream) Depth() int { return int(s.room.depth) }
 
 // Reservation is room for one operation on a stream (Stream.Reserve). It
 // must be used by Submit or given back by Cancel.
@@ -72,26 +72,19 @@ func (s *Stream) newReservation() *Reservation {
 // it the next sequence number of a collective) only once it is sure to be
 // queued.
 func (s *Stream) Reserve(ctx context.Context) (*Reservation, error) {
-	if r := s.TryReserve(); r != nil {
-		return r, nil
-	}
-	select {
-	case s.slots <- struct{}{}:
-		return s.newReservation(), nil
-	case <-ctx.Done():
+	if err := s.room.take(ctx); err != nil {
 		return nil, fmt.Errorf("stream %s: waiting for room (%d operations queued): %w",
-			s.sched.describe(s), cap(s.slots), context.Cause(ctx))
+			s.sched.describe(s), s.Depth(), err)
 	}
+	return s.newReservation(), nil
 }
 
 // TryReserve is Reserve without waiting: nil when the stream is full.
 func (s *Stream) TryReserve() *Reservation {
-	select {
-	case s.slots <- struct{}{}:
-		return s.newReservation()
-	default:
+	if !s.room.tryTake() {
 		return nil
 	}
+	return s.newReservation()
 }
 
 // Submit queues run on the reserved room and returns its Work at once. run
@@ -132,7 +125,7 @@ func (r *Reservation) Record(desc string) *Work {
 // Cancel gives unused room back; it does nothing after it was used.
 func (r *Reservation) Cancel() {
 	if r.use() {
-		<-r.s.slots
+		r.s.room.give()
 	}
 }
 
@@ -163,7 +156,7 @@ func (s *Stream) Record(desc string) *Work { return s.reserve().Record(desc) }
 
 // reserve waits for room without a deadline.
 func (s *Stream) reserve() *Reservation {
-	s.slots <- struct{}{}
+	_ = s.room.take(context.Background()) // cannot fail: no deadline
 	return s.newReservation()
 }
 
@@ -178,7 +171,7 @@ type taskSpec struct {
 }
 
 // enqueue adds the operation of q (its Work and task), on room already
-// taken from s.slots.
+// taken on s.room.
 func (s *Stream) enqueue(q *queued, spec taskSpec) *Work {
 	w, t := &q.work, &q.task
 	w.desc, w.task = spec.desc, t
@@ -189,7 +182,7 @@ func (s *Stream) enqueue(q *queued, spec taskSpec) *Work {
 	sch.mu.Lock()
 	if s.closed {
 		sch.mu.Unlock()
-		<-s.slots
+		s.room.give()
 		w.complete(fmt.Errorf("%s on stream %s: %w", w.Desc(), s.name, ErrStreamClosed), now.get())
 		return w
 	}
