@@ -181,18 +181,8 @@ func (c *Communicator) submitCollective(stream int, op opDesc, body func(ctx con
 	if c.arenaFor(stream, collectives.Options{Algo: op.Algo}) != nil {
 		op.Route = "arena"
 	}
-	tag := transport.Tag(op.Seq)
-	id := c.flight.add(op)
-	return r.Submit(op.name(c.rank, c.size), func() error {
-		return c.runOp(id, op, func(ctx context.Context) error {
-			if c.cfg.Check {
-				if err := c.checkCollective(ctx, op); err != nil {
-					return err
-				}
-			}
-			return body(c.stats.opContext(ctx, op.Kind), tag)
-		})
-	}), nil
+	o, issued := c.newCommOp(op, body)
+	return r.SubmitOp(o, issued), nil
 }
 
 // SequenceNumber is the number of collectives issued so far.

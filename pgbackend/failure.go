@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hccl-go/hccl-go/collectives"
+	"github.com/hccl-go/hccl-go/streams"
 	"github.com/hccl-go/hccl-go/transport"
 	"github.com/hccl-go/hccl-go/transport/arena"
 )
@@ -51,6 +52,9 @@ func (e *PeerFailure) Unwrap() error { return e.Err }
 // it: the flight recorder, the peer monitor and the failure itself (the
 // cause of the communicator context's cancellation).
 type reliability struct {
+	// clock times the ops: the streams take their readings (issued,
+	// started, ended) and the flight recorder and deadlines share them.
+	clock   streams.Clock
 	flight  *flightRecorder
 	mon     *monitor // nil for communicators made without Connect
 	job     string   // the rendezvous job ID, for trace file names
@@ -60,7 +64,7 @@ type reliability struct {
 }
 
 func newReliability(cfg Config) reliability {
-	return reliability{flight: newFlightRecorder(cfg.TraceSize), created: time.Now()}
+	return reliability{clock: streams.NewClock(), flight: newFlightRecorder(cfg.TraceSize), created: time.Now()}
 }
 
 // failure returns why the communicator failed or was aborted, or nil.
@@ -104,20 +108,25 @@ func (c *Communicator) fail(cause error, notify bool) error {
 	return cause
 }
 
-// runOp runs one recorded op with the op's deadline and turns its error
-// into the one the caller sees.
-func (c *Communicator) runOp(id uint64, op opDesc, body func(ctx context.Context) error) (err error) {
+// runOp runs one recorded op, started at stamps.Started, with the op's
+// deadline and turns its error into the one the caller sees. It sets
+// stamps.Ended: the flight recorder needs the op's end before it returns.
+func (c *Communicator) runOp(o *commOp, stamps *streams.Stamps) (err error) {
 	defer func() { err = c.withGlobalRanks(err) }()
-	c.flight.start(id, op)
+	op, start := o.desc, stamps.Started
+	c.flight.start(o.id, op, start)
 	if cause := c.failure(); cause != nil {
 		err := failedError(op.name(c.rank, c.size), cause, nil)
-		c.flight.end(id, op, err)
+		c.endOp(o, stamps, err)
 		return err
 	}
-	ctx := newOpContext(c.ctx, c.cfg.Timeout)
-	defer ctx.release()
-	start := time.Now()
-	err = body(ctx)
+	var traffic *trafficCounters
+	if !o.isP2P() {
+		traffic = c.stats.kind(op.Kind)
+	}
+	o.ctx.init(c.ctx, start.Add(c.cfg.Timeout), traffic)
+	defer o.ctx.release()
+	err = o.run()
 	if err != nil && c.ctx.Err() == nil && isLinkError(err) {
 		// A broken link is often the echo of an earlier failure: the peer
 		// failed because a third rank died, told us, and left. Give the
@@ -131,19 +140,20 @@ func (c *Communicator) runOp(id uint64, op opDesc, body func(ctx context.Context
 	}
 	switch {
 	case err == nil:
-		c.flight.end(id, op, nil)
+		c.endOp(o, stamps, nil)
 		return nil
 	case c.ctx.Err() != nil:
 		err = failedError(op.name(c.rank, c.size), context.Cause(c.ctx), err)
-		c.flight.end(id, op, err)
+		c.endOp(o, stamps, err)
 		return err
-	case ctx.Err() == context.DeadlineExceeded:
+	case o.ctx.Err() == context.DeadlineExceeded:
+		ran := c.clock.Now().Sub(start)
 		err = fmt.Errorf("%s: %w after %v (timeout %v)%s: %w", op.name(c.rank, c.size), ErrTimeout,
-			time.Since(start).Round(time.Millisecond), c.cfg.Timeout, c.stragglers(op), err)
+			ran.Round(time.Millisecond), c.cfg.Timeout, c.stragglers(op), err)
 	default:
 		err = fmt.Errorf("%s: %w", op.name(c.rank, c.size), err)
 	}
-	c.flight.end(id, op, err)
+	c.endOp(o, stamps, err)
 	if op.Peer >= 0 || keepsCommUsable(err) {
 		return err
 	}
@@ -151,6 +161,12 @@ func (c *Communicator) runOp(id uint64, op opDesc, body func(ctx context.Context
 		return noted
 	}
 	return err
+}
+
+// endOp records the op's end, now, with err.
+func (c *Communicator) endOp(o *commOp, stamps *streams.Stamps, err error) {
+	stamps.Ended = c.clock.Now()
+	c.flight.end(o.id, o.desc, err, stamps.Ended)
 }
 
 // linkSettle is how long an op whose link to a peer broke waits for the

@@ -13,6 +13,9 @@ import (
 //
 // It also tracks, per collective stream, the sequence numbers last started
 // and ended, which peers ask for when an op times out (monitor.go).
+//
+// The times are the op's own clock readings (streams.Stamps, from the
+// communicator's clock): the recorder reads no clock of its own.
 
 // opState is where an op is in its life.
 type opState uint8
@@ -58,14 +61,14 @@ func newFlightRecorder(size int) *flightRecorder {
 	return r
 }
 
-// add records a newly queued op and returns its id.
-func (r *flightRecorder) add(op opDesc) uint64 {
+// add records an op queued at the given time and returns its id.
+func (r *flightRecorder) add(op opDesc, at time.Time) uint64 {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	id := r.next
 	r.next++
 	if r.ring != nil {
-		r.ring[id%uint64(len(r.ring))] = flightEntry{id: id, op: op, state: stateQueued, enqueued: time.Now()}
+		r.ring[id%uint64(len(r.ring))] = flightEntry{id: id, op: op, state: stateQueued, enqueued: at}
 	}
 	return id
 }
@@ -83,9 +86,8 @@ func (r *flightRecorder) entry(id uint64) *flightEntry {
 	return e
 }
 
-// start marks op id as running.
-func (r *flightRecorder) start(id uint64, op opDesc) {
-	now := time.Now()
+// start marks op id as running since now.
+func (r *flightRecorder) start(id uint64, op opDesc, now time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if e := r.entry(id); e != nil {
@@ -97,9 +99,8 @@ func (r *flightRecorder) start(id uint64, op opDesc) {
 	}
 }
 
-// end marks op id as finished with err.
-func (r *flightRecorder) end(id uint64, op opDesc, err error) {
-	now := time.Now()
+// end marks op id as finished at now with err.
+func (r *flightRecorder) end(id uint64, op opDesc, err error, now time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if e := r.entry(id); e != nil {

@@ -32,13 +32,13 @@ func TestFlightRecorderRing(t *testing.T) {
 			for i := 1; i <= tc.ops; i++ {
 				op := reduction("allreduce", 4*i, reduce.Float32, reduce.Sum, -1)
 				op.Seq, op.Stream = uint64(i), StreamDefault
-				id := r.add(op)
-				r.start(id, op)
+				id := r.add(op, time.Now())
+				r.start(id, op, time.Now())
 				var err error
 				if i%3 == 0 {
 					err = errors.New("boom")
 				}
-				r.end(id, op, err)
+				r.end(id, op, err, time.Now())
 			}
 			got, total := r.snapshot()
 			assert.EqualValues(t, tc.ops, total)

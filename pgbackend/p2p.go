@@ -30,7 +30,9 @@ func (q *p2pQueues) stream(m map[int]*streams.Stream, dir string, peer int) *str
 	defer q.mu.Unlock()
 	s, ok := m[peer]
 	if !ok {
-		s = streams.New(fmt.Sprintf("rank%d/%s%d", q.c.rank, dir, peer), 0)
+		// Timed by the communicator's clock, as the collectives are.
+		name := fmt.Sprintf("rank%d/%s%d", q.c.rank, dir, peer)
+		s = streams.NewScheduler(name, streams.Config{Clock: q.c.clock}).NewStream(name, 0, 0)
 		m[peer] = s
 	}
 	return s
@@ -54,11 +56,10 @@ func (c *Communicator) Send(buf []byte, peer int, tag uint32) (*streams.Work, er
 	if err := c.checkPeer("send", peer); err != nil {
 		return nil, err
 	}
-	op := p2pOp("send", len(buf), peer, tag)
-	id := c.flight.add(op)
-	return c.p2p.stream(c.p2p.sends, "send", peer).Submit(op.name(c.rank, c.size), func() error {
-		return c.runOp(id, op, func(ctx context.Context) error { return c.ep.Send(ctx, peer, p2pTag(tag), buf) })
-	}), nil
+	o, issued := c.newCommOp(p2pOp("send", len(buf), peer, tag), func(ctx context.Context, tag transport.Tag) error {
+		return c.ep.Send(ctx, peer, tag, buf)
+	})
+	return c.p2p.stream(c.p2p.sends, "send", peer).SubmitOp(o, issued), nil
 }
 
 // Recv receives exactly len(buf) bytes from peer under tag.
@@ -66,11 +67,10 @@ func (c *Communicator) Recv(buf []byte, peer int, tag uint32) (*streams.Work, er
 	if err := c.checkPeer("recv", peer); err != nil {
 		return nil, err
 	}
-	op := p2pOp("recv", len(buf), peer, tag)
-	id := c.flight.add(op)
-	return c.p2p.stream(c.p2p.recvs, "recv", peer).Submit(op.name(c.rank, c.size), func() error {
-		return c.runOp(id, op, func(ctx context.Context) error { return c.ep.Recv(ctx, peer, p2pTag(tag), buf) })
-	}), nil
+	o, issued := c.newCommOp(p2pOp("recv", len(buf), peer, tag), func(ctx context.Context, tag transport.Tag) error {
+		return c.ep.Recv(ctx, peer, tag, buf)
+	})
+	return c.p2p.stream(c.p2p.recvs, "recv", peer).SubmitOp(o, issued), nil
 }
 
 func (c *Communicator) checkPeer(op string, peer int) error {

@@ -14,7 +14,7 @@ import (
 // on its links and takes off them, per kind of op, so that compression
 // ratios are measured rather than computed. They are counted at the
 // transport boundary (a counting Endpoint around the communicator's
-// links); the op kind travels in the op's context. Messages to this rank
+// links); the op's counters travel in its context (opContext). Messages to this rank
 // itself are not counted, nor is the traffic of the shared-memory arena
 // path (single-host collectives work in shared memory without messages).
 
@@ -66,24 +66,29 @@ func (s *commStats) kind(k string) *trafficCounters {
 	return tc
 }
 
-type opKindKey struct{}
+// trafficKey is the context key of the counters that an op's messages
+// are charged to (opContext carries them).
+type trafficKey struct{}
 
-// opContext counts one call of kind and returns ctx carrying the kind, so
-// that the counting endpoint charges the op's messages to it.
-func (s *commStats) opContext(ctx context.Context, kind string) context.Context {
-	s.kind(kind).calls.Add(1)
-	return context.WithValue(ctx, opKindKey{}, kind)
+// call counts one call of kind and returns its counters, for the op's
+// context to carry (opContext), so that the counting endpoint charges the
+// op's messages to it.
+func (s *commStats) call(kind string) *trafficCounters {
+	tc := s.kind(kind)
+	tc.calls.Add(1)
+	return tc
 }
 
-// kindOf names the op a message belongs to.
-func kindOf(ctx context.Context, tag transport.Tag) string {
-	if k, ok := ctx.Value(opKindKey{}).(string); ok {
-		return k
+// countersOf returns the counters a message belongs to: its op's, else
+// those of its tag's kind.
+func (s *commStats) countersOf(ctx context.Context, tag transport.Tag) *trafficCounters {
+	if tc, ok := ctx.Value(trafficKey{}).(*trafficCounters); ok && tc != nil {
+		return tc
 	}
 	if tag&transport.P2PTagBit != 0 {
-		return "p2p"
+		return s.kind("p2p")
 	}
-	return "other"
+	return s.kind("other")
 }
 
 func (s *commStats) snapshot() (total OpTraffic, ops map[string]OpTraffic) {
@@ -119,7 +124,7 @@ func countTraffic(ep transport.Endpoint) (transport.Endpoint, *commStats) {
 func (e *countingEndpoint) Send(ctx context.Context, peer int, tag transport.Tag, data []byte) error {
 	err := e.Endpoint.Send(ctx, peer, tag, data)
 	if err == nil && peer != e.Rank() {
-		tc := e.stats.kind(kindOf(ctx, tag))
+		tc := e.stats.countersOf(ctx, tag)
 		tc.bytesSent.Add(int64(len(data)))
 		tc.msgsSent.Add(1)
 	}
@@ -129,7 +134,7 @@ func (e *countingEndpoint) Send(ctx context.Context, peer int, tag transport.Tag
 func (e *countingEndpoint) Recv(ctx context.Context, peer int, tag transport.Tag, buf []byte) error {
 	err := e.Endpoint.Recv(ctx, peer, tag, buf)
 	if err == nil && peer != e.Rank() {
-		tc := e.stats.kind(kindOf(ctx, tag))
+		tc := e.stats.countersOf(ctx, tag)
 		tc.bytesRecv.Add(int64(len(buf)))
 		tc.msgsRecv.Add(1)
 	}

@@ -28,6 +28,7 @@ const (
 func (c *Communicator) newStreams() {
 	c.sched = streams.NewScheduler(fmt.Sprintf("rank%d", c.rank), streams.Config{
 		Workers: c.cfg.StreamWorkers, DeferLimit: c.cfg.StreamDefer, Depth: c.cfg.StreamDepth,
+		Clock: c.clock, // the ops' readings serve the flight recorder too (commop.go)
 	})
 	n := min(max(c.cfg.Streams, 2), MaxStreams) // Config{} literals (tests) get 2
 	c.streams = make([]*streams.Stream, n)

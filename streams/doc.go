@@ -49,4 +49,12 @@
 // its own goroutine when the operation is next on its stream and a worker is
 // free: it saves the hand-off to a worker and back, which dominates the
 // latency of small synchronous operations.
+//
+// # Clock readings
+//
+// Each operation is timed by three readings of its scheduler's Clock
+// (Stamps: issued, started, ended), of the monotonic clock alone. An
+// operation queued as an Op (Reservation.SubmitOp) is handed its readings,
+// and may supply its end itself, so that its own bookkeeping (a flight
+// recorder, a deadline) shares them instead of reading the clock again.
 package streams

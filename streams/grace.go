@@ -9,6 +9,16 @@ import "time"
 // and two context switches), which cost more than a small op itself. The
 // timer stays armed while ops come and go; when it fires it starts the ops
 // whose grace ran out unclaimed and re-arms for the next one due, if any.
+//
+// A claimed op leaves the timer armed when it is likely to be over before
+// the timer fires (it ran about as long as the op before it): a loop of
+// small synchronous ops then arms the timer about once per grace, not once
+// per op, and the timer rarely fires with nothing to do. When the op is
+// likely to outlast the timer, the claim stops it: firing in the middle of
+// the op, the timer's goroutine would need a processor, and with
+// GOMAXPROCS 1 it takes the op's own (a thread hand-off and back, each a
+// wake-up on a busy host). A wrong guess costs one such firing, at most
+// once per grace.
 
 // inlineGrace is how long a newly granted operation waits for a waiter to
 // claim it before a worker runs it: longer than the way back from issuing
@@ -42,30 +52,21 @@ func (s *Scheduler) claimedInline() {
 	}
 }
 
-// armGrace gives t, granted and unclaimed, its grace: a worker starts it
-// once that has passed unless a waiter claimed it first.
-func (s *Scheduler) armGrace(t *task) {
-	now := time.Now()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if !t.granted || t.claimed.Load() || s.stopping {
+// armGraceLocked gives t, just granted at now, its grace: a worker starts
+// it once that has passed unless a waiter claimed it first. A timer armed
+// to fire earlier is left alone: it re-arms for t when it fires.
+func (s *Scheduler) armGraceLocked(t *task, now time.Time) {
+	t.graceDue = now.Add(s.grace())
+	if !s.graceAt.IsZero() && !s.graceAt.After(t.graceDue) {
 		return
 	}
-	t.graceDue = now.Add(s.grace())
-	s.armGraceLocked(t.graceDue, now)
+	s.resetGraceLocked(t.graceDue, now)
 }
 
-// armGraceLocked makes sure the grace timer fires by due. A timer armed
-// earlier is left alone: it re-arms for due when it fires.
-func (s *Scheduler) armGraceLocked(due, now time.Time) {
-	if !s.graceAt.IsZero() && !s.graceAt.After(due) {
-		return
-	}
+// resetGraceLocked makes the grace timer fire at due.
+func (s *Scheduler) resetGraceLocked(due, now time.Time) {
 	s.graceAt = due
-	if s.graceTimer == nil {
-		s.graceTimer = time.AfterFunc(due.Sub(now), s.graceExpired)
-		return
-	}
+	s.graceArms++
 	s.graceTimer.Reset(due.Sub(now))
 }
 
@@ -74,7 +75,7 @@ func (s *Scheduler) armGraceLocked(due, now time.Time) {
 // or no longer, synchronous: the streak ends) and re-arms for the next op
 // due.
 func (s *Scheduler) graceExpired() {
-	now := time.Now()
+	now := s.clock.Now()
 	var late []*task
 	s.mu.Lock()
 	s.graceAt = time.Time{}
@@ -94,7 +95,7 @@ func (s *Scheduler) graceExpired() {
 		late = append(late, t)
 	}
 	if !next.IsZero() && !s.stopping {
-		s.armGraceLocked(next, now)
+		s.resetGraceLocked(next, now)
 	}
 	s.mu.Unlock()
 	for _, t := range late {
@@ -105,17 +106,15 @@ func (s *Scheduler) graceExpired() {
 	}
 }
 
-// graceClaimed stops the grace timer once no granted op waits for it (a
-// waiter or worker just claimed one). Left armed, it would fire in the
-// middle of the claimed op when that runs longer than the grace: its
-// goroutine needs a processor, and with GOMAXPROCS 1 it takes the op's own
-// (a thread hand-off and back, each a wake-up on a busy host). Stopping it
-// wakes nobody; the next op arms it again.
-func (s *Scheduler) graceClaimed() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+// claimedLocked follows the claim of an op (by its waiter or a worker)
+// that starts at now: it stops the grace timer when no granted op waits
+// for it any more and it would likely fire while the op runs.
+func (s *Scheduler) claimedLocked(now time.Time) {
 	if s.graceAt.IsZero() {
 		return
+	}
+	if s.graceAt.Sub(now) > time.Duration(s.lastRun.Load()) {
+		return // likely over before the timer fires: leave it armed
 	}
 	for _, st := range s.streams {
 		if t := st.running; t != nil && !t.graceDue.IsZero() && !t.claimed.Load() {

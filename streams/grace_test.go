@@ -3,6 +3,7 @@ package streams
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -156,5 +157,127 @@ func TestEagerCompletionsInStreamOrder(t *testing.T) {
 				require.Equal(t, i, got, "completion %d", i)
 			}
 		})
+	}
+}
+
+// timedOp is an Op that claims to have run for d (it sets its own end),
+// so that tests control the run time the grace timer's guess follows.
+type timedOp struct {
+	d   time.Duration
+	ran atomic.Bool
+}
+
+func (o *timedOp) Run(stamps *Stamps) error {
+	o.ran.Store(true)
+	if o.d > 0 {
+		stamps.Ended = stamps.Started.Add(o.d)
+	}
+	return nil
+}
+
+func (o *timedOp) Desc() string { return "timed" }
+
+// graceState returns whether the grace timer is armed and how often it
+// was.
+func graceState(sch *Scheduler) (armed bool, arms int) {
+	sch.mu.Lock()
+	defer sch.mu.Unlock()
+	return !sch.graceAt.IsZero(), sch.graceArms
+}
+
+func TestClaimKeepsOrStopsTheGraceTimer(t *testing.T) {
+	cases := []struct {
+		name      string
+		lastRun   time.Duration // how long the op before ran
+		other     bool          // another granted op still waits for its grace
+		wantArmed bool
+	}{
+		{"a short op leaves it armed", time.Microsecond, false, true},
+		{"an op likely to outlast it stops it", 2 * time.Hour, false, false},
+		{"another op still waits for it", 2 * time.Hour, true, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			sch := NewScheduler("t", Config{InlineGrace: time.Hour, SyncGrace: time.Hour})
+			defer sch.Close()
+			a, b := sch.NewStream("a", 0, 0), sch.NewStream("b", 0, 0)
+			var other *Work
+			if tc.other {
+				other = b.Submit("other", func() error { return nil })
+			}
+			w := a.Submit("w", func() error { return nil })
+			armed, _ := graceState(sch)
+			require.True(t, armed, "a granted op arms the timer")
+			sch.lastRun.Store(int64(tc.lastRun))
+			require.True(t, w.RunInline())
+			armed, _ = graceState(sch)
+			assert.Equal(t, tc.wantArmed, armed)
+			if other != nil {
+				require.NoError(t, other.Wait(context.Background(), waitLimit))
+			}
+		})
+	}
+}
+
+func TestSyncLoopArmsTheGraceTimerRarely(t *testing.T) {
+	const n = 200
+	cases := []struct {
+		name     string
+		run      time.Duration // how long each op claims to run
+		wantArms int
+	}{
+		// Armed by the first op, then left armed: it would fire after
+		// each op is over.
+		{"small ops", 0, 1},
+		// Each claim stops it (it would fire mid-op) and the next grant
+		// arms it again; the first op ran before any guess was made.
+		{"ops longer than the grace", 2 * time.Hour, n - 1},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			sch := NewScheduler("t", Config{InlineGrace: time.Hour, SyncGrace: time.Hour})
+			defer sch.Close()
+			st := sch.NewStream("s", 0, 0)
+			for i := range n {
+				r, err := st.Reserve(context.Background())
+				require.NoError(t, err)
+				op := &timedOp{d: tc.run}
+				w := r.SubmitOp(op, time.Time{})
+				require.True(t, w.RunInline(), "op %d", i)
+				require.NoError(t, w.Wait(context.Background(), waitLimit))
+				require.True(t, op.ran.Load())
+			}
+			_, arms := graceState(sch)
+			assert.Equal(t, tc.wantArms, arms)
+		})
+	}
+}
+
+// An op nobody waits on starts once its grace has passed, not before,
+// when the timer was left armed by an earlier op (for an earlier time).
+func TestUnclaimedOpStartsAfterItsGrace(t *testing.T) {
+	const grace = 30 * time.Millisecond
+	sch := NewScheduler("t", Config{InlineGrace: grace, SyncGrace: grace})
+	defer sch.Close()
+	st := sch.NewStream("s", 0, 0)
+	w := st.Submit("sync", func() error { return nil })
+	require.True(t, w.RunInline())
+	armed, _ := graceState(sch)
+	require.True(t, armed, "left armed by the claimed op")
+	time.Sleep(grace / 3)
+	before := time.Now()
+	late := st.Submit("unclaimed", func() error { return nil })
+	require.NoError(t, waitDone(late))
+	started, _ := late.Times()
+	assert.GreaterOrEqual(t, started.Sub(before), grace, "started before its grace was over")
+}
+
+// waitDone waits for w without Wait, which would start it at once.
+func waitDone(w *Work) error {
+	select {
+	case <-w.Done():
+		return w.Err()
+	case <-time.After(waitLimit):
+		return ErrTimeout
 	}
 }

@@ -31,13 +31,18 @@ type Config struct {
 	// waiter to claim it, before and after the caller showed that it waits
 	// on everything it issues (0: inlineGrace, syncGrace; Scheduler.grace).
 	InlineGrace, SyncGrace time.Duration
+	// Clock times the operations (zero: a new one). A caller that times
+	// the operations too (SubmitOp) shares it, so that their readings
+	// agree.
+	Clock Clock
 }
 
 // Scheduler grants workers to the ready operations of its streams: by
 // priority, within a budget, with a deferral limit (see the package doc).
 type Scheduler struct {
-	name string
-	cfg  Config
+	name  string
+	cfg   Config
+	clock Clock
 
 	mu       sync.Mutex
 	streams  []*Stream
@@ -50,6 +55,7 @@ type Scheduler struct {
 	// unclaimed (grace.go); graceAt is when it fires, zero: not armed.
 	graceTimer *time.Timer
 	graceAt    time.Time
+	graceArms  int // how often it was armed (tests)
 
 	// inlineStreak counts the latest operations that waiters claimed
 	// before their grace ran out (reset when a worker had to start one):
@@ -58,6 +64,9 @@ type Scheduler struct {
 	// waiters counts goroutines blocked in Work.Wait on this scheduler's
 	// operations: while there are any, granted ops start without grace.
 	waiters atomic.Int32
+	// lastRun is how long the operation that finished last ran (ns): the
+	// guess of how long the next one runs (grace.go).
+	lastRun atomic.Int64
 }
 
 // NewScheduler returns a scheduler without streams.
@@ -77,11 +86,32 @@ func NewScheduler(name string, cfg Config) *Scheduler {
 	if cfg.SyncGrace <= 0 {
 		cfg.SyncGrace = syncGrace
 	}
-	return &Scheduler{name: name, cfg: cfg}
+	if cfg.Clock.IsZero() {
+		cfg.Clock = NewClock()
+	}
+	s := &Scheduler{name: name, cfg: cfg, clock: cfg.Clock}
+	// Both timers are made here, stopped, and re-armed when needed. Made
+	// here, not where they are armed, they leave the dispatch functions
+	// out of a call cycle, which the compiler's escape analysis would
+	// otherwise treat coarsely: the room for a dispatch's grants would move
+	// to the heap, an allocation per operation.
+	s.timer = stoppedTimer(s.kick)
+	s.graceTimer = stoppedTimer(s.graceExpired)
+	return s
+}
+
+// stoppedTimer returns a timer that runs f once it is Reset.
+func stoppedTimer(f func()) *time.Timer {
+	t := time.AfterFunc(time.Hour, f)
+	t.Stop()
+	return t
 }
 
 // Config returns the scheduler's settings, defaults filled in.
 func (s *Scheduler) Config() Config { return s.cfg }
+
+// Clock is the clock that times the scheduler's operations.
+func (s *Scheduler) Clock() Clock { return s.clock }
 
 // NewStream adds a stream; higher priority values are granted workers
 // first. depth <= 0 takes the scheduler's default depth.
@@ -91,7 +121,7 @@ func (s *Scheduler) NewStream(name string, priority, depth int) *Stream {
 	}
 	st := &Stream{
 		sched: s, name: name, priority: priority,
-		slots: make(chan struct{}, depth), drained: make(chan struct{}),
+		room: newRoom(depth), drained: make(chan struct{}),
 	}
 	s.mu.Lock()
 	s.streams = append(s.streams, st)
@@ -110,12 +140,8 @@ func (s *Scheduler) Close() {
 	}
 	s.mu.Lock()
 	s.stopping = true
-	if s.timer != nil {
-		s.timer.Stop()
-	}
-	if s.graceTimer != nil {
-		s.graceTimer.Stop()
-	}
+	s.timer.Stop()
+	s.graceTimer.Stop()
 	s.mu.Unlock()
 }
 
@@ -131,18 +157,21 @@ func (s *Scheduler) Running() int {
 // or an operation was queued.
 func (s *Scheduler) kick() {
 	var room [grantRoom]*task
+	now := lazyNow{clock: s.clock}
 	s.mu.Lock()
-	grants, watch := s.dispatchLocked(time.Now(), room[:0])
+	grants, watch := s.dispatchLocked(&now, room[:0])
+	grants = s.holdLocked(grants, &now)
 	s.mu.Unlock()
 	s.launch(grants, watch)
 }
 
 // dispatchLocked grants workers to ready operations by the rules of the
 // package doc. It appends the granted operations to grants (room the
-// caller provides, so that a dispatch allocates nothing in the common case),
-// to start once s.mu is released, and returns the dependencies to watch
-// (their completion kicks s).
-func (s *Scheduler) dispatchLocked(now time.Time, grants []*task) (_ []*task, watch []*Work) {
+// caller provides, so that a dispatch allocates nothing in the common case)
+// and returns the dependencies to watch (their completion kicks s). The
+// caller then gives the grants their grace (holdLocked) and starts the
+// others once s.mu is released (launch).
+func (s *Scheduler) dispatchLocked(now *lazyNow, grants []*task) (_ []*task, watch []*Work) {
 	var room [grantRoom]*task
 	ready := room[:0]
 	for _, st := range s.streams {
@@ -162,9 +191,6 @@ func (s *Scheduler) dispatchLocked(now time.Time, grants []*task) (_ []*task, wa
 			grants = append(grants, t)
 			continue
 		}
-		if t.readySince.IsZero() {
-			t.readySince = now
-		}
 		ready = append(ready, t)
 	}
 	slices.SortFunc(ready, func(a, b *task) int {
@@ -175,17 +201,24 @@ func (s *Scheduler) dispatchLocked(now time.Time, grants []*task) (_ []*task, wa
 	})
 	var deadline time.Time
 	for _, t := range ready {
-		due := t.readySince.Add(s.cfg.DeferLimit)
-		if s.hasWorkerLocked() || !now.Before(due) {
-			s.grantLocked(t)
-			grants = append(grants, t)
-			continue
+		if !s.hasWorkerLocked() {
+			if t.readySince.IsZero() {
+				t.readySince = now.get()
+			}
+			due := t.readySince.Add(s.cfg.DeferLimit)
+			if now.get().Before(due) {
+				if deadline.IsZero() || due.Before(deadline) {
+					deadline = due
+				}
+				continue
+			}
 		}
-		if deadline.IsZero() || due.Before(deadline) {
-			deadline = due
-		}
+		s.grantLocked(t)
+		grants = append(grants, t)
 	}
-	s.armTimerLocked(deadline, now)
+	if !deadline.IsZero() {
+		s.armTimerLocked(deadline, now.get())
+	}
 	return grants, watch
 }
 
@@ -213,41 +246,43 @@ func (s *Scheduler) grantLocked(t *task) {
 	}
 }
 
-// armTimerLocked makes sure dispatch runs again by deadline (zero: no
-// deferred operation). A timer that fires early or needlessly only causes
-// a spare dispatch.
+// armTimerLocked makes sure dispatch runs again by deadline. A timer that
+// fires early or needlessly only causes a spare dispatch.
 func (s *Scheduler) armTimerLocked(deadline, now time.Time) {
-	if deadline.IsZero() || s.stopping {
+	if s.stopping {
 		return
 	}
 	if !s.timerAt.IsZero() && s.timerAt.After(now) && !s.timerAt.After(deadline) {
 		return // an armed timer fires in time
 	}
 	s.timerAt = deadline
-	if s.timer == nil {
-		s.timer = time.AfterFunc(deadline.Sub(now), s.kick)
-		return
-	}
 	s.timer.Reset(deadline.Sub(now))
+}
+
+// holdLocked gives the granted ops that a waiter may still claim their
+// inline grace and returns the others, to start on workers at once:
+// markers, and ops with a waiter blocked already (Work.Wait) or none to
+// come (Work.Start). A caller that waits at once (a synchronous op) runs
+// the op itself (Work.RunInline) with no thread hand-off; a worker starts
+// it when its grace has run out, for work nobody waits on yet (grace.go).
+func (s *Scheduler) holdLocked(grants []*task, now *lazyNow) []*task {
+	n := 0
+	for _, t := range grants {
+		if !t.light && s.waiters.Load() == 0 && !t.eager.Load() && !s.stopping {
+			s.armGraceLocked(t, now.get())
+			continue
+		}
+		grants[n] = t
+		n++
+	}
+	return grants[:n]
 }
 
 // launch starts granted operations on new workers and watches
 // dependencies. Call without s.mu.
 func (s *Scheduler) launch(grants []*task, watch []*Work) {
 	for _, t := range grants {
-		if t.light {
-			go s.work(t)
-			continue
-		}
-		// A caller that waits at once (a synchronous op) runs the op itself
-		// (Work.RunInline) with no thread hand-off; the worker starts a
-		// moment later, for work nobody waits on yet, and finds the op
-		// claimed if the waiter took it.
-		if s.waiters.Load() > 0 || t.eager.Load() {
-			go s.work(t) // a waiter is blocked already (Work.Wait), or none will come (Work.Start)
-			continue
-		}
-		s.armGrace(t)
+		go s.work(t) // work claims t, or finds it claimed and returns
 	}
 	for _, dep := range watch {
 		dep.OnComplete(func(error) { s.kick() })
@@ -284,7 +319,10 @@ func (s *Scheduler) work(t *task) {
 		if !t.claimed.CompareAndSwap(false, true) {
 			return // a waiter runs it (Work.RunInline) and dispatches after it
 		}
-		s.graceClaimed()
+		t.stamps.Started = s.clock.Now()
+		s.mu.Lock()
+		s.claimedLocked(t.stamps.Started)
+		s.mu.Unlock()
 		t = s.finish(t, t.execute(), true)
 	}
 }
@@ -295,31 +333,41 @@ func (s *Scheduler) work(t *task) {
 // others start on new workers.
 func (s *Scheduler) finish(t *task, err error, asWorker bool) (next *task) {
 	st := t.stream
-	<-st.slots // room for one more submission, before callbacks run
+	st.room.give() // room for one more submission, before callbacks run
+	ended := t.stamps.Ended
+	if !t.light {
+		s.lastRun.Store(int64(ended.Sub(t.stamps.Started)))
+	}
 	// Complete while the stream still runs t: nothing queued behind it can
 	// start (on a worker, or inline under a waiter) and complete before t's
 	// callbacks have run, so a stream's completions stay in order.
-	t.work.Complete(err)
+	t.work.complete(err, ended)
 	var room [grantRoom]*task
+	now := lazyNow{clock: s.clock, t: ended}
 	s.mu.Lock()
 	st.running = nil
 	if !t.light {
 		s.running--
 	}
-	grants, watch := s.dispatchLocked(time.Now(), room[:0])
+	grants, watch := s.dispatchLocked(&now, room[:0])
+	if asWorker && len(grants) > 0 {
+		// The worker goes on with the next op of its stream, or another.
+		i := 0
+		for j, g := range grants {
+			if g.stream == st {
+				i = j
+				break
+			}
+		}
+		next = grants[i]
+		grants = grants[:i+copy(grants[i:], grants[i+1:])]
+	}
+	grants = s.holdLocked(grants, &now)
 	drained := st.closed && len(st.queue) == 0 && st.running == nil && !st.drainedClosed
 	if drained {
 		st.drainedClosed = true
 	}
 	s.mu.Unlock()
-	if asWorker && len(grants) > 0 {
-		i := slices.IndexFunc(grants, func(g *task) bool { return g.stream == st })
-		if i < 0 {
-			i = 0
-		}
-		next = grants[i]
-		grants = grants[:i+copy(grants[i:], grants[i+1:])]
-	}
 	s.launch(grants, watch)
 	if drained {
 		close(st.drained)

@@ -18,7 +18,7 @@ type Stream struct {
 	sched    *Scheduler
 	name     string
 	priority int
-	slots    chan struct{} // a token per queued or running operation: back-pressure
+	room     *room         // a place per queued or running operation: back-pressure
 	drained  chan struct{} // closed once the stream is closed and empty
 
 	// Guarded by sched.mu.
@@ -42,13 +42,29 @@ func (s *Stream) Name() string { return s.name }
 func (s *Stream) Priority() int { return s.priority }
 
 // Depth is the most operations the stream holds, queued and running.
-func (s *Stream) Depth() int { return cap(s.slots) }
+func (s *Stream) Depth() int { return int(s.room.depth) }
 
 // Reservation is room for one operation on a stream (Stream.Reserve). It
 // must be used by Submit or given back by Cancel.
 type Reservation struct {
 	s    *Stream
+	q    *queued // the operation's Work and task, allocated with the room
 	used atomic.Bool
+}
+
+// queued is an operation's Work and task and the room it was queued on,
+// allocated together: one allocation per operation.
+type queued struct {
+	work Work
+	task task
+	res  Reservation
+}
+
+// newReservation allocates an operation on room taken on s.
+func (s *Stream) newReservation() *Reservation {
+	q := &queued{}
+	q.res.s, q.res.q = s, q
+	return &q.res
 }
 
 // Reserve waits until the stream has room for one more operation, or ctx
@@ -56,26 +72,19 @@ type Reservation struct {
 // it the next sequence number of a collective) only once it is sure to be
 // queued.
 func (s *Stream) Reserve(ctx context.Context) (*Reservation, error) {
-	if r := s.TryReserve(); r != nil {
-		return r, nil
-	}
-	select {
-	case s.slots <- struct{}{}:
-		return &Reservation{s: s}, nil
-	case <-ctx.Done():
+	if err := s.room.take(ctx); err != nil {
 		return nil, fmt.Errorf("stream %s: waiting for room (%d operations queued): %w",
-			s.sched.describe(s), cap(s.slots), context.Cause(ctx))
+			s.sched.describe(s), s.Depth(), err)
 	}
+	return s.newReservation(), nil
 }
 
 // TryReserve is Reserve without waiting: nil when the stream is full.
 func (s *Stream) TryReserve() *Reservation {
-	select {
-	case s.slots <- struct{}{}:
-		return &Reservation{s: s}
-	default:
+	if !s.room.tryTake() {
 		return nil
 	}
+	return s.newReservation()
 }
 
 // Submit queues run on the reserved room and returns its Work at once. run
@@ -83,10 +92,10 @@ func (s *Stream) TryReserve() *Reservation {
 // any stream) have completed; its error, or a recovered panic, becomes the
 // Work's status.
 func (r *Reservation) Submit(desc string, run func() error, deps ...*Work) *Work {
-	if w := r.use(desc); w != nil {
-		return w
+	if !r.use() {
+		return r.reused(desc)
 	}
-	return r.s.enqueue(desc, run, deps, false)
+	return r.s.enqueue(r.q, taskSpec{desc: desc, run: run, deps: deps})
 }
 
 // After queues, on the reserved room, a marker that completes with other's
@@ -95,10 +104,10 @@ func (r *Reservation) Submit(desc string, run func() error, deps ...*Work) *Work
 // and holds no worker while it waits.
 func (r *Reservation) After(other *Work) *Work {
 	desc := "wait for " + other.Desc()
-	if w := r.use(desc); w != nil {
-		return w
+	if !r.use() {
+		return r.reused(desc)
 	}
-	return r.s.enqueue(desc, other.Err, []*Work{other}, true)
+	return r.s.enqueue(r.q, taskSpec{desc: desc, run: other.Err, deps: []*Work{other}, light: true})
 }
 
 // Record queues, on the reserved room, a marker that completes (with
@@ -107,24 +116,25 @@ func (r *Reservation) After(other *Work) *Work {
 // Submit).
 func (r *Reservation) Record(desc string) *Work {
 	desc = "event " + desc
-	if w := r.use(desc); w != nil {
-		return w
+	if !r.use() {
+		return r.reused(desc)
 	}
-	return r.s.enqueue(desc, func() error { return nil }, nil, true)
+	return r.s.enqueue(r.q, taskSpec{desc: desc, run: func() error { return nil }, light: true})
 }
 
 // Cancel gives unused room back; it does nothing after it was used.
 func (r *Reservation) Cancel() {
-	if r.used.CompareAndSwap(false, true) {
-		<-r.s.slots
+	if r.use() {
+		r.s.room.give()
 	}
 }
 
-// use marks the reservation used; a second use gets a failed Work.
-func (r *Reservation) use(desc string) *Work {
-	if r.used.CompareAndSwap(false, true) {
-		return nil
-	}
+// use marks the reservation used and reports whether this was its first
+// use.
+func (r *Reservation) use() bool { return r.used.CompareAndSwap(false, true) }
+
+// reused is the failed Work of a second use of a reservation.
+func (r *Reservation) reused(desc string) *Work {
 	w := NewWork(desc)
 	w.Complete(fmt.Errorf("%s on stream %s: reservation already used", desc, r.s.name))
 	return w
@@ -146,37 +156,50 @@ func (s *Stream) Record(desc string) *Work { return s.reserve().Record(desc) }
 
 // reserve waits for room without a deadline.
 func (s *Stream) reserve() *Reservation {
-	s.slots <- struct{}{}
-	return &Reservation{s: s}
+	_ = s.room.take(context.Background()) // cannot fail: no deadline
+	return s.newReservation()
 }
 
-// queued is an operation's Work and task, allocated together.
-type queued struct {
-	work Work
-	task task
+// taskSpec is what an operation is made of (Submit, SubmitOp, markers).
+type taskSpec struct {
+	desc   string
+	run    func() error
+	op     Op
+	issued time.Time // zero: read when needed
+	deps   []*Work
+	light  bool
 }
 
-// enqueue adds an operation on room already taken from s.slots.
-func (s *Stream) enqueue(desc string, run func() error, deps []*Work, light bool) *Work {
-	q := &queued{}
+// enqueue adds the operation of q (its Work and task), on room already
+// taken on s.room.
+func (s *Stream) enqueue(q *queued, spec taskSpec) *Work {
 	w, t := &q.work, &q.task
-	w.init(desc)
+	w.desc, w.task = spec.desc, t
+	t.run, t.op, t.work, t.stream, t.light = spec.run, spec.op, w, s, spec.light
+	t.stamps.Issued = spec.issued
 	sch := s.sched
+	now := lazyNow{clock: sch.clock, t: spec.issued}
 	sch.mu.Lock()
 	if s.closed {
 		sch.mu.Unlock()
-		<-s.slots
-		w.Complete(fmt.Errorf("%s on stream %s: %w", desc, s.name, ErrStreamClosed))
+		s.room.give()
+		w.complete(fmt.Errorf("%s on stream %s: %w", w.Desc(), s.name, ErrStreamClosed), now.get())
 		return w
 	}
-	t.run, t.work, t.stream, t.deps, t.light, t.seq = run, w, s, slices.Clone(deps), light, sch.nextSeq
-	w.task = t
+	if len(spec.deps) > 0 {
+		t.deps = slices.Clone(spec.deps)
+	}
+	t.seq = sch.nextSeq
 	sch.nextSeq++
 	s.queue = append(s.queue, t)
 	var room [grantRoom]*task
 	grants, watch := room[:0], []*Work(nil)
 	if s.running == nil && len(s.queue) == 1 { // only a new head changes what is ready
-		grants, watch = sch.dispatchLocked(time.Now(), grants)
+		grants, watch = sch.dispatchLocked(&now, grants)
+		grants = sch.holdLocked(grants, &now)
+	}
+	if t.stamps.Issued.IsZero() {
+		t.stamps.Issued = now.t // the dispatch's reading, if it took one
 	}
 	sch.mu.Unlock()
 	sch.launch(grants, watch)

@@ -9,7 +9,8 @@ import (
 
 // task is one queued operation.
 type task struct {
-	run    func() error
+	run    func() error // Submit's closure, or nil for an Op
+	op     Op
 	work   *Work
 	stream *Stream
 	deps   []*Work // Works that must complete before it starts
@@ -17,7 +18,7 @@ type task struct {
 	seq    uint64  // submission order across the scheduler
 
 	// Guarded by the scheduler's mu.
-	readySince time.Time // when it was first found ready (deferral limit)
+	readySince time.Time // when it was first found waiting for a worker (deferral limit)
 	watching   *Work     // the dependency whose completion kicks dispatch
 	granted    bool      // it is its stream's running operation
 	graceDue   time.Time // when a worker starts it unless claimed (zero: none)
@@ -27,6 +28,11 @@ type task struct {
 	claimed atomic.Bool
 	// eager: the caller will not run it inline (Work.Start): no grace.
 	eager atomic.Bool
+
+	// stamps: Issued is set when it is queued (or first needed), Started
+	// by whoever claims it, Ended when it has run. Only that goroutine
+	// touches Started and Ended until the task has finished.
+	stamps Stamps
 }
 
 // pendingDep returns a dependency not yet complete, or nil.
@@ -39,15 +45,28 @@ func (t *task) pendingDep() *Work {
 	return nil
 }
 
-// execute runs the operation and returns its status.
+// execute runs the claimed operation, started at the time in t.stamps, and
+// returns its status; t.stamps.Ended is set when it returns.
 func (t *task) execute() error {
-	t.work.markStarted()
-	return runSafely(t.run)
+	t.work.started.Store(&t.stamps.Started)
+	var err error
+	if t.op != nil {
+		err = runSafely(func() error { return t.op.Run(&t.stamps) })
+	} else {
+		err = runSafely(t.run)
+	}
+	if t.stamps.Ended.IsZero() {
+		t.stamps.Ended = t.stream.sched.clock.Now()
+	}
+	return err
 }
 
 // runInline runs the task on the calling goroutine if it is, or may now
 // become, its stream's running operation and nobody has claimed it.
 func (t *task) runInline() bool {
+	if t.claimed.Load() {
+		return false // a worker runs it, or ran it
+	}
 	sch := t.stream.sched
 	sch.mu.Lock()
 	if !t.granted {
@@ -59,12 +78,16 @@ func (t *task) runInline() bool {
 		}
 		sch.grantLocked(t)
 	}
-	sch.mu.Unlock()
 	if !t.claimed.CompareAndSwap(false, true) {
+		sch.mu.Unlock()
 		return false
 	}
+	// Read under mu: the previous op of the stream ended before t was
+	// granted, so t starts after it on the clock too.
+	t.stamps.Started = sch.clock.Now()
+	sch.claimedLocked(t.stamps.Started)
+	sch.mu.Unlock()
 	sch.claimedInline()
-	sch.graceClaimed()
 	sch.finish(t, t.execute(), false)
 	return true
 }

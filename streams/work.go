@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -14,42 +15,57 @@ var ErrTimeout = errors.New("wait timed out")
 
 // Work is the handle of one submitted operation.
 type Work struct {
-	desc string
-	done chan struct{}
+	desc string // "" for an Op, which describes itself (Desc)
+	task *task  // the queued operation, nil for a Work made by NewWork
 
-	task *task // the queued operation, nil for a Work made by NewWork
+	// started points to the task's Stamps.Started once it has started.
+	started atomic.Pointer[time.Time]
 
 	mu        sync.Mutex
 	err       error
 	completed bool
+	// done is made on demand (Done, or a Wait that must block): most
+	// works complete before anyone waits on a channel.
+	done      chan struct{}
 	callbacks []func(error)
-	started   time.Time
+	cbRoom    [1]func(error) // callbacks' first room: one per op is common
 	finished  time.Time
 }
 
 // NewWork returns an incomplete Work described by desc (used in errors and
 // traces, e.g. "allreduce seq 7").
 func NewWork(desc string) *Work {
-	w := &Work{}
-	w.init(desc)
-	return w
-}
-
-// init readies a zero Work (NewWork, or one allocated with its task).
-func (w *Work) init(desc string) {
-	w.desc, w.done = desc, make(chan struct{})
+	return &Work{desc: desc}
 }
 
 // Desc describes the operation.
-func (w *Work) Desc() string { return w.desc }
+func (w *Work) Desc() string {
+	if w.desc == "" && w.task != nil && w.task.op != nil {
+		return w.task.op.Desc()
+	}
+	return w.desc
+}
 
 // Done is closed when the work has completed.
-func (w *Work) Done() <-chan struct{} { return w.done }
+func (w *Work) Done() <-chan struct{} {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.done == nil {
+		w.done = make(chan struct{})
+		if w.completed {
+			close(w.done)
+		}
+	}
+	return w.done
+}
 
 // Complete records the status of the work and runs its callbacks, in the
 // order they were added, on the calling goroutine. Only the first call has an
 // effect; it reports whether it was the first.
-func (w *Work) Complete(err error) bool {
+func (w *Work) Complete(err error) bool { return w.complete(err, time.Now()) }
+
+// complete is Complete with the time it finished.
+func (w *Work) complete(err error, finished time.Time) bool {
 	w.mu.Lock()
 	if w.completed {
 		w.mu.Unlock()
@@ -57,10 +73,12 @@ func (w *Work) Complete(err error) bool {
 	}
 	w.completed = true
 	w.err = err
-	w.finished = time.Now()
+	w.finished = finished
 	cbs := w.callbacks
 	w.callbacks = nil
-	close(w.done)
+	if w.done != nil {
+		close(w.done)
+	}
 	w.mu.Unlock()
 	// Callbacks run without the lock: they may call back into the Work.
 	for _, cb := range cbs {
@@ -74,6 +92,9 @@ func (w *Work) Complete(err error) bool {
 func (w *Work) OnComplete(cb func(error)) {
 	w.mu.Lock()
 	if !w.completed {
+		if w.callbacks == nil {
+			w.callbacks = w.cbRoom[:0]
+		}
 		w.callbacks = append(w.callbacks, cb)
 		w.mu.Unlock()
 		return
@@ -122,10 +143,8 @@ func (w *Work) Start() {
 // (timeout <= 0: no limit besides ctx). It returns the work's status, or an
 // error wrapping ErrTimeout or ctx.Err().
 func (w *Work) Wait(ctx context.Context, timeout time.Duration) error {
-	select {
-	case <-w.done: // the common case after RunInline: no timer to make
-		return w.Err()
-	default:
+	if done, err := w.Test(); done {
+		return err // the common case after RunInline: no channel, no timer
 	}
 	// Announce the wait, then start what is granted: an op granted before
 	// the announcement (this one, or one it queues behind) starts now; one
@@ -143,25 +162,22 @@ func (w *Work) Wait(ctx context.Context, timeout time.Duration) error {
 		timer = t.C
 	}
 	select {
-	case <-w.done:
+	case <-w.Done():
 		return w.Err()
 	case <-timer:
-		return fmt.Errorf("%s: %w after %v", w.desc, ErrTimeout, timeout)
+		return fmt.Errorf("%s: %w after %v", w.Desc(), ErrTimeout, timeout)
 	case <-ctx.Done():
-		return fmt.Errorf("%s: wait: %w", w.desc, ctx.Err())
+		return fmt.Errorf("%s: wait: %w", w.Desc(), ctx.Err())
 	}
 }
 
 // Times returns when the work started running and when it completed (zero
 // values if it has not yet).
 func (w *Work) Times() (started, finished time.Time) {
+	if p := w.started.Load(); p != nil {
+		started = *p
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.started, w.finished
-}
-
-func (w *Work) markStarted() {
-	w.mu.Lock()
-	w.started = time.Now()
-	w.mu.Unlock()
+	return started, w.finished
 }
