@@ -5,6 +5,10 @@ package main
 #include "hccl_go.h"
 
 void hcclGoInvokeCallback(hcclGoCallback_t cb, void* userData, hcclGoWork_t work, hcclGoResult_t status, const char* msg);
+
+// The message of a successful op: a constant, so that a success costs no
+// C allocation.
+static inline const char* hcclGoNoMessage(void) { return ""; }
 */
 import "C"
 
@@ -94,13 +98,13 @@ func goWorkSetCallback(h C.hcclGoWork_t, cb C.hcclGoCallback_t, userData unsafe.
 	// userData is the caller's opaque C pointer: kept as a value, never
 	// dereferenced by Go.
 	e.w.OnComplete(func(werr error) {
-		status, msg := C.hcclGoResult_t(C.hcclGoSuccess), ""
-		if werr != nil {
-			status, msg = resultOf(werr), werr.Error()
+		if werr == nil {
+			C.hcclGoInvokeCallback(cb, userData, h, C.hcclGoSuccess, C.hcclGoNoMessage())
+			return
 		}
-		cmsg := C.CString(msg)
+		cmsg := C.CString(werr.Error())
 		defer C.free(unsafe.Pointer(cmsg))
-		C.hcclGoInvokeCallback(cb, userData, h, status, cmsg)
+		C.hcclGoInvokeCallback(cb, userData, h, resultOf(werr), cmsg)
 	})
 	return C.hcclGoSuccess
 }
