@@ -18,34 +18,42 @@ import (
 func BenchmarkSyncAllReduce(b *testing.B) {
 	for _, hosts := range [][]string{{"h"}, {"h", "h"}} {
 		b.Run(fmt.Sprintf("world%d", len(hosts)), func(b *testing.B) {
-			cfg := testConfig()
-			cfg.TraceDir = b.TempDir()
-			cs := connectAll(&testing.T{}, hosts, cfg)
-			defer func() {
-				for _, c := range cs {
-					_ = c.Destroy()
-				}
-			}()
 			b.ReportAllocs()
-			b.ResetTimer()
-			var wg sync.WaitGroup
-			for _, c := range cs {
-				wg.Go(func() {
-					buf := make([]byte, 8)
-					for range b.N {
-						w, err := c.AllReduce(buf, buf, reduce.Float32, reduce.Sum, 0, StreamDefault)
-						if err == nil {
-							w.RunInline()
-							err = w.Wait(context.Background(), 10*time.Second)
-						}
-						if err != nil {
-							b.Error(err)
-							return
-						}
-					}
-				})
-			}
-			wg.Wait()
+			benchSmallAllReduces(b, hosts, testConfig(), true)
 		})
 	}
+}
+
+// benchSmallAllReduces connects a rank per host in this process and has
+// every rank issue b.N 8-byte all_reduces, each waited for before the next
+// (inline: the waiter runs it itself, as the C API's wait does).
+func benchSmallAllReduces(b *testing.B, hosts []string, cfg Config, inline bool) {
+	cfg.TraceDir = b.TempDir()
+	cs := connectAll(&testing.T{}, hosts, cfg)
+	defer func() {
+		for _, c := range cs {
+			_ = c.Destroy()
+		}
+	}()
+	b.ResetTimer()
+	var wg sync.WaitGroup
+	for _, c := range cs {
+		wg.Go(func() {
+			buf := make([]byte, 8)
+			for range b.N {
+				w, err := c.AllReduce(buf, buf, reduce.Float32, reduce.Sum, 0, StreamDefault)
+				if err == nil {
+					if inline {
+						w.RunInline()
+					}
+					err = w.Wait(context.Background(), 10*time.Second)
+				}
+				if err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
 }

@@ -125,10 +125,14 @@ void HcclGoBackend::checkNotForked(const char* op) const {
               "instead, e.g. with the 'spawn' start method.");
 }
 
+void HcclGoBackend::checkOpenLocked(const char* op) const {
+  TORCH_CHECK(!closed_, "hccl_go: ", op, ": the process group was shut down or aborted");
+}
+
 void HcclGoBackend::checkUsable(const char* op) const {
   checkNotForked(op);
   std::lock_guard<std::mutex> lock(mu_);
-  TORCH_CHECK(!closed_, "hccl_go: ", op, ": the process group was shut down or aborted");
+  checkOpenLocked(op);
 }
 
 c10::intrusive_ptr<HcclGoWork> HcclGoBackend::newWork(c10d::OpType type, const char* name,
@@ -139,7 +143,7 @@ c10::intrusive_ptr<HcclGoWork> HcclGoBackend::newWork(c10d::OpType type, const c
   auto work = c10::make_intrusive<HcclGoWork>(rank_, type, name, seq, timeoutOr(opTimeout), queue_, inputs);
   {
     std::lock_guard<std::mutex> lock(mu_);
-    TORCH_CHECK(!closed_, "hccl_go: ", name, ": the process group was shut down or aborted");
+    checkOpenLocked(name);
     if (coalesced_) {
       coalesced_->addChild(work);
     }

@@ -160,6 +160,8 @@ class HcclGoBackend : public c10d::Backend {
   bool inForkedChild() const;
   // Throws, naming both processes, in such a child.
   void checkNotForked(const char* op) const;
+  // Throws if the group was shut down; call with mu_ held.
+  void checkOpenLocked(const char* op) const;
 
   hcclGoComm_t comm_ = 0;
   const std::string options_;

@@ -114,10 +114,10 @@ void HcclGoWork::finish() {
   copyBack_.clear();
   keptCounts_.clear();
 
-  std::exception_ptr err;
-  if (status != hcclGoSuccess) {
-    err = makeOpError(status, "hccl_go: " + name_ + " (op #" + std::to_string(seq_) + ")", msg);
-  }
+  // Named only on error: a success builds no text.
+  const std::string what =
+      status == hcclGoSuccess ? std::string() : "hccl_go: " + name_ + " (op #" + std::to_string(seq_) + ")";
+  std::exception_ptr err = status == hcclGoSuccess ? nullptr : makeOpError(status, what, msg);
   c10::intrusive_ptr<c10::ivalue::Future> future;
   {
     std::lock_guard<std::mutex> lock(errMu_);
@@ -133,9 +133,7 @@ void HcclGoWork::finish() {
   queue_->untrack(this);
 
   for (auto& parent : parents) {
-    if (parent->partDone(status, status == hcclGoSuccess
-                                     ? ""
-                                     : "hccl_go: " + name_ + " (op #" + std::to_string(seq_) + "): " + msg)) {
+    if (parent->partDone(status, status == hcclGoSuccess ? "" : what + ": " + msg)) {
       parent->finish();
     }
   }
