@@ -44,9 +44,12 @@ func (a *Arena) wait(ctx context.Context, j int, w *atomic.Uint64, e uint64) err
 	nextLiveness := time.Duration(0)
 	var y yielder
 	var stopWake func() bool
+	var rung chan struct{} // closed once the wake-up below has rung
 	defer func() {
-		if stopWake != nil {
-			stopWake()
+		// A wake-up already started must finish before the wait returns:
+		// the bell lies in shared memory that Close may unmap right after.
+		if stopWake != nil && !stopWake() {
+			<-rung
 		}
 	}()
 	bell := a.bells[j]
@@ -70,7 +73,11 @@ func (a *Arena) wait(ctx context.Context, j int, w *atomic.Uint64, e uint64) err
 		}
 		if stopWake == nil {
 			// Cancellation must end the sleep, not only the deadline.
-			stopWake = context.AfterFunc(ctx, func() { ring(bell) })
+			rung = make(chan struct{})
+			stopWake = context.AfterFunc(ctx, func() {
+				ring(bell)
+				close(rung)
+			})
 		}
 		// Order matters (see Post and Close): announce, read the bell, then
 		// re-check everything that could have changed before sleeping.
