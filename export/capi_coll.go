@@ -14,18 +14,19 @@ import (
 )
 
 // issue runs one op on the communicator h and hands its work back through
-// out. Every collective entry point goes through it.
+// out, or, with out NULL, runs the op to completion before it returns
+// (capi_blocking.go). Every collective entry point goes through it.
 func issue(h C.hcclGoComm_t, out *C.hcclGoWork_t, op func(c *pgbackend.Communicator) (*streams.Work, error)) C.hcclGoResult_t {
 	e, err := lookupComm(h)
 	if err != nil {
 		return fail(nil, err)
 	}
-	if out == nil {
-		return fail(e, invalid("work is NULL"))
-	}
 	w, err := op(e.c)
 	if err != nil {
 		return fail(e, err)
+	}
+	if out == nil {
+		return runToCompletion(e, w)
 	}
 	*out = C.hcclGoWork_t(works.put(&workEntry{w: w, comm: e}))
 	return C.hcclGoSuccess

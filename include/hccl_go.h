@@ -148,6 +148,14 @@ hcclGoResult_t hcclGoCommTracePath(hcclGoComm_t comm, char* buf, size_t len);
 
 /* ---- Collectives -------------------------------------------------------
  * Each returns at once with *work set; the op runs on the given stream.
+ * With work NULL the call blocks instead: it returns once the op (and any
+ * op before it on its stream) has completed, with the op's status, and
+ * needs no hcclGoWorkWait/hcclGoWorkFree. The op then runs on the calling
+ * thread when it is next on its stream, which saves a thread hand-off: the
+ * fastest way to make a small synchronous call. It waits at most the
+ * communicator's timeout plus 2 s; an op still running then (one stuck
+ * behind a stuck op) is ended by aborting the communicator, so the call
+ * never returns while the op may still touch the caller's buffers.
  * sendbuff may equal recvbuff (in place) where the shapes allow it.
  * Counts are in elements of datatype. A buffer may be NULL only when its
  * count is 0. preMulScalar is used by hcclGoPremulSum only. */
@@ -195,7 +203,9 @@ hcclGoResult_t hcclGoBarrier(hcclGoComm_t comm, int stream, hcclGoWork_t* work);
 /* ---- Point to point ----------------------------------------------------
  * Matched by (peer, tag) in order. Sends to one peer run in order, receives
  * from one peer run in order, and neither waits behind collectives or the
- * other direction, so any interleaving of isend/irecv is deadlock-free. */
+ * other direction, so any interleaving of isend/irecv is deadlock-free.
+ * work NULL blocks, as for collectives (a blocking send may wait for its
+ * receiver). */
 
 hcclGoResult_t hcclGoSend(const void* sendbuff, size_t count, hcclGoDataType_t datatype, int peer, uint32_t tag,
                           hcclGoComm_t comm, hcclGoWork_t* work);

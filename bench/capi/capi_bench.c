@@ -6,7 +6,10 @@
  * Ranks meet through files in RENDEZVOUS_DIR (scripts/capi_bench.sh starts
  * them). For each size: warm-up, then batches of iterations timed between
  * barriers; rank 0 prints the median time per op, algbw and busbw
- * (busbw = algbw * 2(n-1)/n, as nccl-tests defines it for all_reduce).
+ * (busbw = algbw * 2(n-1)/n, as nccl-tests defines it for all_reduce), for
+ * the two ways to call: "handle" (a work handle, hcclGoWorkWait,
+ * hcclGoWorkFree) and "blocking" (a NULL work pointer: the call returns
+ * when the op has completed). Their batches alternate.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -31,7 +34,12 @@ static void die(const char* what, hcclGoResult_t r) {
 }
 
 static void run(hcclGoResult_t (*issue)(void*, void*, size_t, hcclGoComm_t, hcclGoWork_t*), void* buf, size_t count,
-                hcclGoComm_t comm) {
+                hcclGoComm_t comm, int blocking) {
+  if (blocking) {
+    hcclGoResult_t r = issue(buf, buf, count, comm, NULL);
+    if (r != hcclGoSuccess) die("blocking call", r);
+    return;
+  }
   hcclGoWork_t w;
   hcclGoResult_t r = issue(buf, buf, count, comm, &w);
   if (r != hcclGoSuccess) die("issue", r);
@@ -91,7 +99,9 @@ int main(int argc, char** argv) {
     char info[2048];
     hcclGoCommInfo(comm, info, sizeof info);
     printf("# %s\n", info);
-    printf("# %12s %12s %8s %12s %10s %10s\n", "size(B)", "count", "type", "time(us)", "algbw", "busbw");
+    printf("# %12s %12s %8s %24s %24s\n", "", "", "", "handle + wait", "blocking (NULL work)");
+    printf("# %12s %12s %8s %10s %6s %6s %10s %6s %6s\n", "size(B)", "count", "type", "time(us)", "algbw", "busbw",
+           "time(us)", "algbw", "busbw");
   }
   void* buf = malloc(maxB);
   memset(buf, 0, maxB);
@@ -99,7 +109,7 @@ int main(int argc, char** argv) {
     size_t count = bytes / 4;
     // Iterations per batch: about 20 ms of work, at least 1.
     double t0 = now();
-    for (int i = 0; i < 3; i++) run(allreduce, buf, count, comm);
+    for (int i = 0; i < 3; i++) run(allreduce, buf, count, comm, i % 2);
     double est = (now() - t0) / 3;
     int iters = est > 0 ? (int)(0.02 / est) : 1000;
     if (iters < 1) iters = 1;
@@ -112,17 +122,24 @@ int main(int argc, char** argv) {
       die("broadcast", 1);
     hcclGoWorkFree(w);
     iters = it32;
-    double times[7];
+    double times[2][7];
     for (int b = 0; b < 7; b++) {
-      barrier(comm);
-      t0 = now();
-      for (int i = 0; i < iters; i++) run(allreduce, buf, count, comm);
-      times[b] = (now() - t0) / iters;
+      for (int k = 0; k < 2; k++) {
+        int blocking = (b + k) % 2;  // each mode goes first in turn
+        barrier(comm);
+        t0 = now();
+        for (int i = 0; i < iters; i++) run(allreduce, buf, count, comm, blocking);
+        times[blocking][b] = (now() - t0) / iters;
+      }
     }
-    qsort(times, 7, sizeof times[0], cmpd);
-    double t = times[3];
-    double algbw = bytes / t / 1e9, busbw = algbw * 2.0 * (nranks - 1) / nranks;
-    if (rank == 0) printf("  %12zu %12zu %8s %12.2f %10.3f %10.3f\n", bytes, count, "float32", t * 1e6, algbw, busbw);
+    if (rank == 0) printf("  %12zu %12zu %8s", bytes, count, "float32");
+    for (int mode = 0; mode < 2; mode++) {
+      qsort(times[mode], 7, sizeof times[mode][0], cmpd);
+      double t = times[mode][3];
+      double algbw = bytes / t / 1e9, busbw = algbw * 2.0 * (nranks - 1) / nranks;
+      if (rank == 0) printf(" %10.2f %6.2f %6.2f", t * 1e6, algbw, busbw);
+    }
+    if (rank == 0) printf("\n");
     fflush(stdout);
   }
   hcclGoCommDestroy(comm);

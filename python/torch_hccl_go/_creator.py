@@ -29,7 +29,7 @@ def create_backend(dist_opts, pg_options) -> _C.HcclGoBackend:
     global_ranks = list(getattr(dist_opts, "global_ranks_in_group", None) or [])
     if len(global_ranks) == size and global_ranks != list(range(size)):
         options += ";global_ranks=" + ",".join(str(r) for r in global_ranks)
-    _choose_flight_recorder()
+    torch_recorder = _choose_flight_recorder()
     stream = resolve_stream(opts.stream)  # checked before the rendezvous
     peers = exchange(dist_opts.store, rank, size, opts.listen_addr or "")
     backend = _C.HcclGoBackend(
@@ -43,6 +43,10 @@ def create_backend(dist_opts, pg_options) -> _C.HcclGoBackend:
         int(timeout.total_seconds() * 1000),
     )
     backend.stream = stream
+    # torch's flight-recorder hook is handed every Work; without it, a
+    # synchronous collective (async_op=False) returns None: see
+    # HcclGoBackend::syncReturnsNone.
+    backend.sync_returns_none = not torch_recorder
     return backend
 
 
@@ -53,7 +57,7 @@ def register() -> None:
     dist.Backend.register_backend(BACKEND_NAME, create_backend, extended_api=True, devices=["cpu"])
 
 
-def _choose_flight_recorder() -> None:
+def _choose_flight_recorder() -> bool:
     """Tells torch whether to hook its own flight recorder onto the group being made.
 
     hccl_go keeps a flight recorder of its own (HCCL_GO_TRACE_SIZE; dumped on failure, read by
@@ -62,11 +66,13 @@ def _choose_flight_recorder() -> None:
     second time, Python traceback included: about 3 µs per op, a third of a small all_reduce.
     HCCL_GO_TORCH_FLIGHT_RECORDER=1 attaches it anyway, for torch's own dump tools. torch
     reads the set right after this creator returns, so the choice is made per group.
+    Returns whether torch will attach its hook.
     """
     self_recording = getattr(c10d, "_FR_SELF_RECORDING_BACKENDS", None)
     if not isinstance(self_recording, set):
-        return  # a torch without the hook
+        return False  # a torch without the hook
     if os.environ.get("HCCL_GO_TORCH_FLIGHT_RECORDER", "0") == "1":
         self_recording.discard(BACKEND_NAME)
-    else:
-        self_recording.add(BACKEND_NAME)
+        return True
+    self_recording.add(BACKEND_NAME)
+    return False

@@ -118,6 +118,25 @@ int main(int argc, char** argv) {
     OK(hcclGoWorkFree(w));
   }
 
+  /* Blocking: with a NULL work pointer the call returns once the op has
+   * completed, also when it queues behind an op issued with a handle. */
+  {
+    int32_t x = rank + 1;
+    OK(hcclGoAllReduce(&x, &x, 1, hcclGoInt32, hcclGoSum, 0, comm, HCCL_GO_STREAM_DEFAULT, NULL));
+    CHECK(x == nranks * (nranks + 1) / 2, "blocking allreduce = %d", x);
+    int32_t y = 1;
+    hcclGoWork_t w;
+    OK(hcclGoAllReduce(&y, &y, 1, hcclGoInt32, hcclGoSum, 0, comm, HCCL_GO_STREAM_DEFAULT, &w));
+    x = 2;
+    OK(hcclGoAllReduce(&x, &x, 1, hcclGoInt32, hcclGoSum, 0, comm, HCCL_GO_STREAM_DEFAULT, NULL));
+    CHECK(x == 2 * nranks, "blocking allreduce behind another = %d", x);
+    waitWork(w);
+    CHECK(y == nranks, "the op before the blocking one = %d", y);
+    double d[3] = {rank == 0 ? 1.5 : 0, rank == 0 ? -2 : 0, rank == 0 ? 7 : 0};
+    OK(hcclGoBroadcast(d, d, 3, hcclGoFloat64, 0, comm, HCCL_GO_STREAM_DEFAULT, NULL));
+    CHECK(d[0] == 1.5 && d[1] == -2 && d[2] == 7, "blocking broadcast %g %g %g", d[0], d[1], d[2]);
+  }
+
   /* Driven: run here when next on the stream (completes before returning,
    * callback on this thread), else started on a library thread. */
   {
@@ -171,8 +190,9 @@ int main(int argc, char** argv) {
     expectError(hcclGoBroadcast(f, f, 4, hcclGoFloat32, nranks + 3, comm, 0, &w), hcclGoInvalidArgument, comm,
                 "root");
     expectError(hcclGoSend(f, 4, hcclGoFloat32, -1, 0, comm, &w), hcclGoInvalidArgument, comm, "peer");
-    expectError(hcclGoAllReduce(f, f, 4, hcclGoFloat32, hcclGoSum, 0, comm, 0, NULL), hcclGoInvalidArgument, comm,
-                "work");
+    /* A blocking call (NULL work) refuses bad input the same way. */
+    expectError(hcclGoAllReduce(f, f, 4, (hcclGoDataType_t)99, hcclGoSum, 0, comm, 0, NULL), hcclGoInvalidArgument,
+                comm, "dtype");
     expectError(hcclGoWorkWait(123456789, 10), hcclGoInvalidUsage, 0, "work");
     expectError(hcclGoWorkStart(123456789), hcclGoInvalidUsage, 0, "work");
     hcclGoComm_t bad;

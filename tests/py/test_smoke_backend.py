@@ -249,6 +249,14 @@ def _flight_recorder_job(ctx) -> list[bool]:
         t = torch.ones(2)
         dist.all_reduce(t, group=group)
         assert torch.equal(t, torch.full((2,), float(ctx.world_size)))
+    # torch's hook is handed every Work: a group with it returns one for synchronous calls too.
+    cpu = torch.device("cpu")
+    assert dist.group.WORLD._get_backend(cpu).sync_returns_none
+    assert not g._get_backend(cpu).sync_returns_none
+    opts = dist.AllreduceOptions()
+    opts.asyncOp = False
+    work = g.allreduce([torch.ones(2)], opts)
+    assert work is not None and work.is_completed()
     return hooked
 
 
@@ -259,6 +267,54 @@ def test_torch_flight_recorder_hook_is_opt_in():
         pytest.skip("this torch hooks no flight recorder onto out-of-tree backends")
     results = run_ranks(_flight_recorder_job, world_size=2, timeout=60)
     assert results == [[False, True], [False, True]]
+
+
+def _synchronous_calls_job(ctx) -> None:
+    """asyncOp=False (what torch.distributed's functions pass unless async_op=True): the op has
+    completed when the call returns, which then returns no Work; errors surface from the call."""
+    import torch.distributed as dist
+
+    pg, n = dist.group.WORLD, ctx.world_size
+    sync, asynchronous = dist.AllreduceOptions(), dist.AllreduceOptions()
+    sync.asyncOp = False
+    t = torch.ones(3)
+    assert pg.allreduce([t], sync) is None
+    assert torch.equal(t, torch.full((3,), float(n)))
+    work = pg.allreduce([t], asynchronous)
+    assert work is not None
+    work.wait()
+    assert torch.equal(t, torch.full((3,), float(n * n)))
+    # A non-contiguous tensor: the result is copied back before the call returns.
+    m = torch.ones(4, 6)[:, ::2]
+    assert dist.all_reduce(m) is None
+    assert torch.equal(m, torch.full((4, 3), float(n)))
+    # A synchronous op queued behind an asynchronous one waits for it.
+    a, b = torch.ones(1000), torch.ones(2)
+    work = dist.all_reduce(a, async_op=True)
+    dist.all_reduce(b)
+    assert torch.equal(b, torch.full((2,), float(n)))
+    work.wait()
+    assert torch.equal(a, torch.full((1000,), float(n)))
+    # Inside a coalescing group nothing blocks until the group ends.
+    xs = [torch.ones(5), torch.ones(7)]
+    with dist._coalescing_manager():
+        for x in xs:
+            dist.all_reduce(x)
+    assert all(torch.equal(x, torch.full_like(x, float(n))) for x in xs)
+    # A refusal from the library names the op and leaves the group usable.
+    backend = pg._get_backend(torch.device("cpu"))
+    backend.stream = 99
+    with pytest.raises(Exception, match=r"all_reduce \(op #\d+\) failed: .*stream"):
+        dist.all_reduce(torch.ones(2))
+    backend.stream = 0
+    b = torch.ones(2)
+    dist.broadcast(b, src=0)
+    dist.all_reduce(b)
+    assert torch.equal(b, torch.full((2,), float(n)))
+
+
+def test_synchronous_calls_block_and_return_no_work():
+    run_ranks(_synchronous_calls_job, world_size=2, timeout=60)
 
 
 _EXIT_SCRIPT = """

@@ -8,7 +8,9 @@
 #include <atomic>
 #include <cstring>
 
+#include <ATen/record_function.h>
 #include <c10/util/Exception.h>
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 
 #include "errors.hpp"
 #include "gil.hpp"
@@ -112,6 +114,14 @@ std::chrono::milliseconds HcclGoBackend::timeoutOr(std::chrono::milliseconds opT
     return std::chrono::milliseconds(timeoutMs_.load());
   }
   return opTimeout;
+}
+
+c10::intrusive_ptr<c10d::Work> HcclGoBackend::handOver(c10::intrusive_ptr<HcclGoWork> work) const {
+  if (work->ranBlocking() && syncReturnsNone() && !at::hasCallbacks() &&
+      !c10d::allow_inflight_collective_as_graph_input()) {
+    return {};
+  }
+  return work;
 }
 
 bool HcclGoBackend::inForkedChild() const {

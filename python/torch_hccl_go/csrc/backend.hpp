@@ -136,6 +136,21 @@ class HcclGoBackend : public c10d::Backend {
     stream_.store(stream, std::memory_order_relaxed);
   }
 
+  // Whether a collective that ran to completion inside its call (a
+  // blocking Issue) returns no Work. Its caller, one of torch.distributed's
+  // functions called with async_op=False, only waits on the Work it gets
+  // and takes None as "synchronised already" (as ProcessGroupNCCL can
+  // return): no Python object to make, no wait() to call, about 0.6 us of a
+  // 7 us all_reduce. Off when something else may look at the Work: torch's
+  // flight-recorder hook (HCCL_GO_TORCH_FLIGHT_RECORDER=1), whose callbacks
+  // get every Work, so the creator turns it off then.
+  bool syncReturnsNone() const {
+    return syncReturnsNone_.load(std::memory_order_relaxed);
+  }
+  void setSyncReturnsNone(bool on) {
+    syncReturnsNone_.store(on, std::memory_order_relaxed);
+  }
+
  private:
   friend class Issue;
 
@@ -146,6 +161,18 @@ class HcclGoBackend : public c10d::Backend {
   c10::intrusive_ptr<HcclGoWork> newWork(c10d::OpType type, const char* name, const std::vector<at::Tensor>& inputs,
                                          std::chrono::milliseconds opTimeout, bool p2p = false);
   std::chrono::milliseconds timeoutOr(std::chrono::milliseconds opTimeout) const;
+  // What a collective returns: its Work, or none for a blocking call when
+  // nothing may look at it (syncReturnsNone; also not while the profiler's
+  // record-function callbacks, which may box results, or torch.compile's
+  // in-flight collective registry are active).
+  c10::intrusive_ptr<c10d::Work> handOver(c10::intrusive_ptr<HcclGoWork> work) const;
+  // Whether a call with these options may run its ops to completion inside
+  // the library call (a blocking Issue): its caller waits at once
+  // (asyncOp false) with the communicator's own timeout, which bounds a
+  // blocking library call.
+  bool blocking(bool asyncOp, std::chrono::milliseconds opTimeout) const {
+    return !asyncOp && timeoutOr(opTimeout).count() == timeoutMs_.load();
+  }
 
   // Shared by the single and coalesced forms.
   void checkAllgatherBase(const at::Tensor& output, const at::Tensor& input, const char* op) const;
@@ -168,6 +195,7 @@ class HcclGoBackend : public c10d::Backend {
   const pid_t pid_;  // the creating process; a forked child must not use or free comm_
   std::atomic<int64_t> timeoutMs_;
   std::atomic<int> stream_{HCCL_GO_STREAM_DEFAULT};
+  std::atomic<bool> syncReturnsNone_{true};
 
   std::shared_ptr<CompletionQueue> queue_;
 

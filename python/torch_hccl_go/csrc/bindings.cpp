@@ -83,7 +83,10 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
                              "The options string the communicator was created with.")
       .def_property_readonly("comm_handle", &HcclGoBackend::commHandle, "The hcclGoComm_t handle (for debugging).")
       .def_property("stream", &HcclGoBackend::stream, &HcclGoBackend::setStream,
-                    "The library stream later collectives are issued on (0 default, 1 high priority).");
+                    "The library stream later collectives are issued on (0 default, 1 high priority).")
+      .def_property("sync_returns_none", &HcclGoBackend::syncReturnsNone, &HcclGoBackend::setSyncReturnsNone,
+                    "Whether a collective called with asyncOp=False (which has completed when it returns) "
+                    "returns None instead of a completed Work.");
 
   m.def("listen", &hccl_go::listen, py::arg("bind_addr") = "",
         "hcclGoListen: returns (listener, address peers should dial).");

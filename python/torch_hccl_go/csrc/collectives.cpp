@@ -102,7 +102,7 @@ c10::intrusive_ptr<c10d::Work> HcclGoBackend::broadcast(std::vector<at::Tensor>&
   TORCH_CHECK_VALUE(opts.rootTensor == 0, "hccl_go: broadcast: src_tensor must be 0, got ", opts.rootTensor);
   auto work = newWork(c10d::OpType::BROADCAST, op, tensors, opts.timeout);
   {
-    Issue is(*this, work);
+    Issue is(*this, work, blocking(opts.asyncOp, opts.timeout));
     Buffer b = bufferOf(is.output(t, /*withData=*/opts.rootRank == rank_));
     const int root = static_cast<int>(opts.rootRank);
     is.call([&](hcclGoWork_t* h) {
@@ -110,7 +110,7 @@ c10::intrusive_ptr<c10d::Work> HcclGoBackend::broadcast(std::vector<at::Tensor>&
     });
     work->setOutputs(tensors);
   }
-  return work;
+  return handOver(std::move(work));
 }
 
 c10::intrusive_ptr<c10d::Work> HcclGoBackend::allreduce(std::vector<at::Tensor>& tensors,
@@ -120,14 +120,14 @@ c10::intrusive_ptr<c10d::Work> HcclGoBackend::allreduce(std::vector<at::Tensor>&
   Reduction red = reductionFor(opts.reduceOp, t.scalar_type(), op);
   auto work = newWork(c10d::OpType::ALLREDUCE, op, tensors, opts.timeout);
   {
-    Issue is(*this, work);
+    Issue is(*this, work, blocking(opts.asyncOp, opts.timeout));
     Buffer b = bufferOf(is.output(t, /*withData=*/true));
     is.call([&](hcclGoWork_t* h) {
       return hcclGoAllReduce(b.ptr, b.ptr, b.count, b.dtype, red.op, red.preMulScalar, comm_, stream(), h);
     });
     work->setOutputs(tensors);
   }
-  return work;
+  return handOver(std::move(work));
 }
 
 c10::intrusive_ptr<c10d::Work> HcclGoBackend::allreduce_coalesced(std::vector<at::Tensor>& tensors,
@@ -141,7 +141,7 @@ c10::intrusive_ptr<c10d::Work> HcclGoBackend::allreduce_coalesced(std::vector<at
   }
   auto work = newWork(c10d::OpType::ALLREDUCE_COALESCED, op, tensors, opts.timeout);
   {
-    Issue is(*this, work);
+    Issue is(*this, work, blocking(opts.asyncOp, opts.timeout));
     for (size_t i = 0; i < tensors.size(); ++i) {
       Buffer b = bufferOf(is.output(tensors[i], /*withData=*/true));
       const Reduction& red = reds[i];
@@ -151,7 +151,7 @@ c10::intrusive_ptr<c10d::Work> HcclGoBackend::allreduce_coalesced(std::vector<at
     }
     work->setOutputs(tensors);
   }
-  return work;
+  return handOver(std::move(work));
 }
 
 c10::intrusive_ptr<c10d::Work> HcclGoBackend::reduce(std::vector<at::Tensor>& tensors,
@@ -163,7 +163,7 @@ c10::intrusive_ptr<c10d::Work> HcclGoBackend::reduce(std::vector<at::Tensor>& te
   Reduction red = reductionFor(opts.reduceOp, t.scalar_type(), op);
   auto work = newWork(c10d::OpType::REDUCE, op, tensors, opts.timeout);
   {
-    Issue is(*this, work);
+    Issue is(*this, work, blocking(opts.asyncOp, opts.timeout));
     const int root = static_cast<int>(opts.rootRank);
     const bool isRoot = root == rank_;
     Buffer b = bufferOf(isRoot ? is.output(t, /*withData=*/true) : is.input(t));
@@ -173,7 +173,7 @@ c10::intrusive_ptr<c10d::Work> HcclGoBackend::reduce(std::vector<at::Tensor>& te
     });
     work->setOutputs(tensors);
   }
-  return work;
+  return handOver(std::move(work));
 }
 
 // ---- all_gather -----------------------------------------------------------
@@ -244,11 +244,11 @@ c10::intrusive_ptr<c10d::Work> HcclGoBackend::allgather(std::vector<std::vector<
   checkAllgatherList(outputTensors[0], input, op);
   auto work = newWork(c10d::OpType::ALLGATHER, op, inputTensors, opts.timeout);
   {
-    Issue is(*this, work);
+    Issue is(*this, work, blocking(opts.asyncOp, opts.timeout));
     issueAllgatherList(is, outputTensors[0], input);
     work->setOutputs(outputTensors[0]);
   }
-  return work;
+  return handOver(std::move(work));
 }
 
 c10::intrusive_ptr<c10d::Work> HcclGoBackend::allgather_coalesced(
@@ -262,7 +262,7 @@ c10::intrusive_ptr<c10d::Work> HcclGoBackend::allgather_coalesced(
   }
   auto work = newWork(c10d::OpType::ALLGATHER_COALESCED, op, inputTensors, opts.timeout);
   {
-    Issue is(*this, work);
+    Issue is(*this, work, blocking(opts.asyncOp, opts.timeout));
     std::vector<at::Tensor> outputs;
     for (size_t i = 0; i < inputTensors.size(); ++i) {
       issueAllgatherList(is, outputTensorLists[i], inputTensors[i]);
@@ -270,7 +270,7 @@ c10::intrusive_ptr<c10d::Work> HcclGoBackend::allgather_coalesced(
     }
     work->setOutputs(std::move(outputs));
   }
-  return work;
+  return handOver(std::move(work));
 }
 
 c10::intrusive_ptr<c10d::Work> HcclGoBackend::_allgather_base(at::Tensor& outputBuffer, at::Tensor& inputBuffer,
@@ -279,11 +279,11 @@ c10::intrusive_ptr<c10d::Work> HcclGoBackend::_allgather_base(at::Tensor& output
   checkAllgatherBase(outputBuffer, inputBuffer, op);
   auto work = newWork(c10d::OpType::_ALLGATHER_BASE, op, {inputBuffer}, opts.timeout);
   {
-    Issue is(*this, work);
+    Issue is(*this, work, blocking(opts.asyncOp, opts.timeout));
     issueAllgatherBase(is, outputBuffer, inputBuffer);
     work->setOutputs({outputBuffer});
   }
-  return work;
+  return handOver(std::move(work));
 }
 
 c10::intrusive_ptr<c10d::Work> HcclGoBackend::allgather_into_tensor_coalesced(std::vector<at::Tensor>& outputs,
@@ -297,13 +297,13 @@ c10::intrusive_ptr<c10d::Work> HcclGoBackend::allgather_into_tensor_coalesced(st
   }
   auto work = newWork(c10d::OpType::ALLGATHER_INTO_TENSOR_COALESCED, op, inputs, opts.timeout);
   {
-    Issue is(*this, work);
+    Issue is(*this, work, blocking(opts.asyncOp, opts.timeout));
     for (size_t i = 0; i < inputs.size(); ++i) {
       issueAllgatherBase(is, outputs[i], inputs[i]);
     }
     work->setOutputs(outputs);
   }
-  return work;
+  return handOver(std::move(work));
 }
 
 // ---- reduce_scatter -----------------------------------------------------
@@ -354,7 +354,7 @@ c10::intrusive_ptr<c10d::Work> HcclGoBackend::reduce_scatter(std::vector<at::Ten
   Reduction red = reductionFor(opts.reduceOp, output.scalar_type(), op);
   auto work = newWork(c10d::OpType::REDUCE_SCATTER, op, inputs, opts.timeout);
   {
-    Issue is(*this, work);
+    Issue is(*this, work, blocking(opts.asyncOp, opts.timeout));
     at::Tensor in = packedInput(is, inputs);
     at::Tensor out = is.output(output, /*withData=*/false);
     if (overlaps(in, out)) {
@@ -376,7 +376,7 @@ c10::intrusive_ptr<c10d::Work> HcclGoBackend::reduce_scatter(std::vector<at::Ten
     }
     work->setOutputs(outputTensors);
   }
-  return work;
+  return handOver(std::move(work));
 }
 
 c10::intrusive_ptr<c10d::Work> HcclGoBackend::_reduce_scatter_base(at::Tensor& outputBuffer,
@@ -387,11 +387,11 @@ c10::intrusive_ptr<c10d::Work> HcclGoBackend::_reduce_scatter_base(at::Tensor& o
   Reduction red = reductionFor(opts.reduceOp, outputBuffer.scalar_type(), op);
   auto work = newWork(c10d::OpType::_REDUCE_SCATTER_BASE, op, {inputBuffer}, opts.timeout);
   {
-    Issue is(*this, work);
+    Issue is(*this, work, blocking(opts.asyncOp, opts.timeout));
     issueReduceScatterBase(is, outputBuffer, inputBuffer, red);
     work->setOutputs({outputBuffer});
   }
-  return work;
+  return handOver(std::move(work));
 }
 
 c10::intrusive_ptr<c10d::Work> HcclGoBackend::reduce_scatter_tensor_coalesced(
@@ -406,13 +406,13 @@ c10::intrusive_ptr<c10d::Work> HcclGoBackend::reduce_scatter_tensor_coalesced(
   }
   auto work = newWork(c10d::OpType::REDUCE_SCATTER_TENSOR_COALESCED, op, inputs, opts.timeout);
   {
-    Issue is(*this, work);
+    Issue is(*this, work, blocking(opts.asyncOp, opts.timeout));
     for (size_t i = 0; i < inputs.size(); ++i) {
       issueReduceScatterBase(is, outputs[i], inputs[i], reds[i]);
     }
     work->setOutputs(outputs);
   }
-  return work;
+  return handOver(std::move(work));
 }
 
 // ---- all_to_all -----------------------------------------------------------
@@ -448,7 +448,7 @@ c10::intrusive_ptr<c10d::Work> HcclGoBackend::alltoall_base(at::Tensor& outputBu
   std::vector<int64_t> inRows = rowsPerPeer(inputBuffer, inputSplitSizes, "input");
   auto work = newWork(c10d::OpType::ALLTOALL_BASE, op, {inputBuffer}, opts.timeout);
   {
-    Issue is(*this, work);
+    Issue is(*this, work, blocking(opts.asyncOp, opts.timeout));
     at::Tensor in = is.input(inputBuffer);
     at::Tensor out = is.output(outputBuffer, /*withData=*/false);
     if (overlaps(in, out)) {
@@ -481,7 +481,7 @@ c10::intrusive_ptr<c10d::Work> HcclGoBackend::alltoall_base(at::Tensor& outputBu
     }
     work->setOutputs({outputBuffer});
   }
-  return work;
+  return handOver(std::move(work));
 }
 
 c10::intrusive_ptr<c10d::Work> HcclGoBackend::alltoall(std::vector<at::Tensor>& outputTensors,
@@ -496,7 +496,7 @@ c10::intrusive_ptr<c10d::Work> HcclGoBackend::alltoall(std::vector<at::Tensor>& 
   checkSameDtype(outputTensors[0], "output[0]", inputTensors[0], "input[0]", op);
   auto work = newWork(c10d::OpType::ALLTOALL, op, inputTensors, opts.timeout);
   {
-    Issue is(*this, work);
+    Issue is(*this, work, blocking(opts.asyncOp, opts.timeout));
     at::Tensor in = packedInput(is, inputTensors);
     at::Tensor out = packedOutput(is, outputTensors, in);
     bool uniform = false;
@@ -512,7 +512,7 @@ c10::intrusive_ptr<c10d::Work> HcclGoBackend::alltoall(std::vector<at::Tensor>& 
     });
     work->setOutputs(outputTensors);
   }
-  return work;
+  return handOver(std::move(work));
 }
 
 // ---- gather, scatter, barrier ----------------------------------------------
@@ -539,7 +539,7 @@ c10::intrusive_ptr<c10d::Work> HcclGoBackend::gather(std::vector<std::vector<at:
   }
   auto work = newWork(c10d::OpType::GATHER, op, inputTensors, opts.timeout);
   {
-    Issue is(*this, work);
+    Issue is(*this, work, blocking(opts.asyncOp, opts.timeout));
     at::Tensor in = is.input(input);
     void* recv = nullptr;
     if (isRoot) {
@@ -552,7 +552,7 @@ c10::intrusive_ptr<c10d::Work> HcclGoBackend::gather(std::vector<std::vector<at:
       return hcclGoGather(bi.ptr, recv, bi.count, bi.dtype, root, comm_, stream(), h);
     });
   }
-  return work;
+  return handOver(std::move(work));
 }
 
 c10::intrusive_ptr<c10d::Work> HcclGoBackend::scatter(std::vector<at::Tensor>& outputTensors,
@@ -577,7 +577,7 @@ c10::intrusive_ptr<c10d::Work> HcclGoBackend::scatter(std::vector<at::Tensor>& o
   }
   auto work = newWork(c10d::OpType::SCATTER, op, isRoot ? inputTensors[0] : std::vector<at::Tensor>{}, opts.timeout);
   {
-    Issue is(*this, work);
+    Issue is(*this, work, blocking(opts.asyncOp, opts.timeout));
     at::Tensor out = is.output(output, /*withData=*/false);
     const void* send = nullptr;
     if (isRoot) {
@@ -593,16 +593,16 @@ c10::intrusive_ptr<c10d::Work> HcclGoBackend::scatter(std::vector<at::Tensor>& o
     });
     work->setOutputs(outputTensors);
   }
-  return work;
+  return handOver(std::move(work));
 }
 
 c10::intrusive_ptr<c10d::Work> HcclGoBackend::barrier(const c10d::BarrierOptions& opts) {
   auto work = newWork(c10d::OpType::BARRIER, "barrier", {}, opts.timeout);
   {
-    Issue is(*this, work);
+    Issue is(*this, work, blocking(opts.asyncOp, opts.timeout));
     is.call([&](hcclGoWork_t* h) { return hcclGoBarrier(comm_, stream(), h); });
   }
-  return work;
+  return handOver(std::move(work));
 }
 
 }  // namespace hccl_go

@@ -9,6 +9,12 @@
 // Its destructor seals the Work; if an exception leaves the scope, the Work
 // first records it, so a half-issued call still completes (with an error)
 // once the ops already issued have finished with its tensors.
+//
+// A blocking Issue (for a caller that waits at once: c10d's asyncOp=false)
+// runs each op to completion inside its library call (a NULL work
+// pointer): no handle, callback or completion thread, and the Work has
+// completed, on this thread, when the Issue ends. An op that fails throws
+// its error at once, as wait() would have.
 #pragma once
 
 #include <exception>
@@ -25,8 +31,13 @@ namespace hccl_go {
 
 class Issue {
  public:
-  Issue(HcclGoBackend& backend, c10::intrusive_ptr<HcclGoWork> work)
-      : backend_(backend), work_(std::move(work)), uncaught_(std::uncaught_exceptions()) {}
+  // blocking: see above; ignored for a Work inside a coalescing group,
+  // whose ops must all be issued before any is waited for.
+  Issue(HcclGoBackend& backend, c10::intrusive_ptr<HcclGoWork> work, bool blocking = false)
+      : backend_(backend),
+        work_(std::move(work)),
+        uncaught_(std::uncaught_exceptions()),
+        blocking_(blocking && !work_->inGroup()) {}
 
   Issue(const Issue&) = delete;
   Issue& operator=(const Issue&) = delete;
@@ -35,7 +46,11 @@ class Issue {
     if (std::uncaught_exceptions() > uncaught_ && !failed_) {
       work_->failIssue(hcclGoInternalError, "the call failed while its ops were being issued");
     }
-    work_->seal();
+    if (blocking_) {
+      work_->sealDone();
+    } else {
+      work_->seal();
+    }
   }
 
   // t's data in a contiguous tensor that lives as long as the Work.
@@ -74,6 +89,10 @@ class Issue {
   // of the Work; throws with the library's message if it is refused.
   template <typename Call>
   void call(Call&& issueOp) {
+    if (blocking_) {
+      callBlocking(issueOp);
+      return;
+    }
     hcclGoWork_t handle = 0;
     hcclGoResult_t r = issueOp(&handle);
     if (r != hcclGoSuccess) {
@@ -86,9 +105,23 @@ class Issue {
   }
 
  private:
+  template <typename Call>
+  void callBlocking(Call& issueOp) {
+    hcclGoResult_t r = issueOp(nullptr);
+    if (r != hcclGoSuccess) {
+      std::string msg = lastError(backend_.comm_);
+      work_->failIssue(r, msg);
+      failed_ = true;
+      // Named like the op's error from wait() (the op had its number).
+      throwResult(r, backend_.comm_,
+                  "hccl_go: " + work_->name() + " (op #" + std::to_string(work_->getSequencenumber()) + ")", msg);
+    }
+  }
+
   HcclGoBackend& backend_;
   c10::intrusive_ptr<HcclGoWork> work_;
   const int uncaught_;
+  const bool blocking_;
   bool failed_ = false;
 };
 

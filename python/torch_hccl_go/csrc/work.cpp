@@ -70,6 +70,13 @@ void HcclGoWork::seal() {
   }
 }
 
+void HcclGoWork::sealDone() {
+  ranBlocking_ = true;
+  if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+    finish();
+  }
+}
+
 void HcclGoWork::addChild(const c10::intrusive_ptr<HcclGoWork>& child) {
   addPart();
   children_.push_back(child);

@@ -56,10 +56,23 @@ class HcclGoWork : public c10d::Work {
   void failIssue(hcclGoResult_t status, const std::string& msg);
   // No more parts: the Work may complete once all parts have.
   void seal();
+  // seal() for a Work whose parts have all completed and that nobody else
+  // has seen yet (a blocking Issue): it finishes on this thread, since no
+  // Future callback can be attached yet.
+  void sealDone();
+  // Whether its ops ran to completion inside their calls (sealDone).
+  bool ranBlocking() const {
+    return ranBlocking_;
+  }
   // Makes this Work complete only after `child` does; its outputs follow
   // those of earlier children (coalescing). Call before this Work's seal()
   // and before the child's first part is issued.
   void addChild(const c10::intrusive_ptr<HcclGoWork>& child);
+
+  // True for a Work inside a coalescing group (it has a parent).
+  bool inGroup() const {
+    return !parents_.empty();
+  }
 
   // ---- completion side (completion thread, or the CompletionQueue) ----
 
@@ -100,7 +113,8 @@ class HcclGoWork : public c10d::Work {
   // Parts not yet done, plus one until seal().
   std::atomic<int> pending_{1};
   std::atomic<bool> finished_{false};
-  std::atomic<bool> started_{false};  // getFuture() had a completion thread drive the ops (postDrive)
+  std::atomic<bool> started_{false};
+  bool ranBlocking_ = false;  // issuing thread only  // getFuture() had a completion thread drive the ops (postDrive)
 
   // Written by the issuing thread before seal(), read by finish() after the
   // last part: the atomic pending_ orders them.
