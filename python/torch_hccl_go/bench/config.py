@@ -21,6 +21,7 @@ class BenchConfig:
     warmup: int
     iters: int | None  # None: adaptive, within max_time per size and backend
     max_time: float
+    rewarm_ms: float  # untimed iterations before each batch, for about this long (timing.py)
     check: bool
     threads: int
     timeout: float
@@ -69,6 +70,14 @@ def build_parser() -> argparse.ArgumentParser:
         default="auto",
         help="timed iterations per size and backend, in min(N, 10) batches; or 'auto' (default): "
         "batches of about 10 ms, as many as fit in --max-time (3 to 50 batches)",
+    )
+    p.add_argument(
+        "--rewarm-ms",
+        type=float,
+        default=5.0,
+        help="untimed iterations before each timed batch, for about this many milliseconds (default 5; "
+        "at most one batch, none for batches under 4 iterations): the backends' batches alternate, and "
+        "this times each in steady state rather than right after the other's; 0 turns it off",
     )
     p.add_argument(
         "--max-time",
@@ -122,6 +131,8 @@ def parse_args(argv: list[str]) -> BenchConfig:
         parser.error(f"--backends: want distinct names, got {a.backends!r}")
     if a.world_size < 1 or a.threads < 1 or a.warmup < 0 or a.max_time <= 0 or (iters is not None and iters < 1):
         parser.error("--world-size, --threads, --iters and --max-time must be positive, --warmup non-negative")
+    if a.rewarm_ms < 0:
+        parser.error(f"--rewarm-ms: want a non-negative number of milliseconds, got {a.rewarm_ms}")
     if a.root < 0:
         parser.error("--root must be a rank")
     return BenchConfig(
@@ -135,6 +146,7 @@ def parse_args(argv: list[str]) -> BenchConfig:
         warmup=a.warmup,
         iters=iters,
         max_time=a.max_time,
+        rewarm_ms=a.rewarm_ms,
         check=a.check,
         threads=a.threads,
         timeout=a.timeout,

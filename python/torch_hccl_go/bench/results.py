@@ -26,6 +26,7 @@ class Result:
     reason: str = ""
     wrong: int | None = None  # elements differing from the reference, over all ranks; None: not checked
     iters_per_batch: int = 0
+    rewarm_iters: int = 0  # untimed iterations before each batch (timing.py)
     # Per-iteration seconds of each batch on the slowest rank.
     batch_times: list[float] = field(default_factory=list)
 

@@ -99,9 +99,10 @@ class Sweep:
             for k in range(len(ready)):
                 p = ready[(batch + index + k) % len(ready)]
                 if batch < p.plan.batches:
-                    p.times.append(timing.time_batch(p.run, p.plan.iters_per_batch, p.barrier))
+                    p.times.append(timing.time_batch(p.run, p.plan.iters_per_batch, p.barrier, p.plan.rewarm))
         for p in ready:
             p.result.iters_per_batch = p.plan.iters_per_batch
+            p.result.rewarm_iters = p.plan.rewarm
             p.result.batch_times = self._max_over_ranks(p.times)
         return [p.result if isinstance(p, _Prepared) else p for p in prepared]
 
@@ -151,9 +152,26 @@ class Sweep:
         warm = timing.warm_up_iters(first, cfg.warmup, cfg.iters, cfg.max_time)
         times = timing.run_timed(run, warm)
         estimate = self._max_over_ranks([statistics.median(times) if times else first])[0]
-        return _Prepared(
-            result, run, lambda: dist.barrier(group=group), timing.plan(estimate, cfg.iters, cfg.max_time), []
-        )
+        if cfg.iters is None:
+            estimate = self._steady_estimate(run, estimate)
+        plan = timing.plan(estimate, cfg.iters, cfg.max_time, cfg.rewarm_ms / 1e3)
+        return _Prepared(result, run, lambda: dist.barrier(group=group), plan, [])
+
+    def _steady_estimate(self, run: Callable[[], object], estimate: float) -> float:
+        """Per-iteration seconds over runs of about timing.ESTIMATE_S (within a quarter of
+        --max-time): a handful of warm-up iterations, cold or just after the check, can be
+        ten times slower than the steady state and would make every batch far too short."""
+        budget = self.cfg.max_time / 4
+        for _ in range(3):  # the first run may still start cold
+            n = timing.estimate_run_iters(estimate, budget)
+            if n < 4:
+                break
+            times = timing.run_timed(run, n)
+            took, estimate = self._max_over_ranks([sum(times), statistics.median(times)])
+            budget -= took
+            if took >= timing.ESTIMATE_S / 2:
+                break  # long enough to be the steady state (a cold start made n too small)
+        return estimate
 
     def _gather(self, values: list[float]) -> list[list[float]]:
         """Every rank's values, through the control group."""

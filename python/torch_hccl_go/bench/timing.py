@@ -4,6 +4,16 @@ Iterations run in batches framed by barriers: every rank starts a batch together
 batch's time on a rank ends when its last collective returns. The per-iteration time of
 a batch is its time divided by its iterations; the reported figure is the median over
 batches of the slowest rank's per-iteration time.
+
+The backends' batches alternate, so each batch first runs untimed iterations of its own
+for about --rewarm-ms (5 ms by default; none for sizes with fewer than 4 iterations a
+batch): the batch is then timed in steady state, as nccl-tests times, and not charged for
+the previous backend's batch. The reason, measured on the 2-core VM: after ~10 ms away
+from Go (a gloo batch, or plain sleep), the Go runtime's monitor thread (sysmon) goes
+back to polling every 20 us and backs off over the next milliseconds (its delay doubles
+every 50 polls); each poll preempts a busy core, and 8-byte hccl_go all_reduces run
+40-70 % slower until it has backed off. (A Go toolchain patched to restart sysmon at
+5 ms made the slowdown vanish; that is not something a library can change.)
 """
 
 from __future__ import annotations
@@ -23,17 +33,22 @@ FIXED_MAX_BATCHES = 10  # --iters N: N iterations in min(N, 10) batches
 class Plan:
     iters_per_batch: int
     batches: int
+    rewarm: int = 0  # untimed iterations before each batch
 
 
-def plan(per_iter_s: float, iters: int | None, max_time: float) -> Plan:
+def plan(per_iter_s: float, iters: int | None, max_time: float, rewarm_s: float = 0.0) -> Plan:
     """Batches for a case whose iteration takes about per_iter_s (all ranks must pass the same)."""
+    per_iter_s = max(per_iter_s, 1e-7)
     if iters is not None:
         batches = min(iters, FIXED_MAX_BATCHES)
-        return Plan(math.ceil(iters / batches), batches)
-    per_iter_s = max(per_iter_s, 1e-7)
-    per_batch = max(1, int(min(BATCH_TARGET_S, max_time / MIN_BATCHES) / per_iter_s))
-    batches = int(max_time / (per_batch * per_iter_s))
-    return Plan(per_batch, min(MAX_BATCHES, max(MIN_BATCHES, batches)))
+        p = Plan(math.ceil(iters / batches), batches)
+    else:
+        per_batch = max(1, int(min(BATCH_TARGET_S, max_time / MIN_BATCHES) / per_iter_s))
+        batches = int(max_time / (per_batch * per_iter_s))
+        p = Plan(per_batch, min(MAX_BATCHES, max(MIN_BATCHES, batches)))
+    if p.iters_per_batch < 4:
+        return p  # an iteration long enough to dwarf the transient (or a tiny fixed run)
+    return Plan(p.iters_per_batch, p.batches, min(p.iters_per_batch, math.ceil(rewarm_s / per_iter_s)))
 
 
 def warm_up_iters(first_iter_s: float, warmup: int, iters: int | None, max_time: float) -> int:
@@ -43,6 +58,16 @@ def warm_up_iters(first_iter_s: float, warmup: int, iters: int | None, max_time:
     if iters is not None:
         return warmup
     return min(warmup, int(max_time / 4 / max(first_iter_s, 1e-7)))
+
+
+ESTIMATE_S = 0.010  # adaptive: batches are sized from a timed run about this long
+
+
+def estimate_run_iters(per_iter_s: float, budget_s: float) -> int:
+    """Iterations of a run that times about ESTIMATE_S within budget_s; under 4 (too
+    few to matter, or too long) means the estimate so far will do."""
+    per_iter_s = max(per_iter_s, 1e-7)
+    return int(min(ESTIMATE_S, budget_s) / per_iter_s)
 
 
 def run_timed(run: Callable[[], object], iters: int) -> list[float]:
@@ -55,9 +80,12 @@ def run_timed(run: Callable[[], object], iters: int) -> list[float]:
     return times
 
 
-def time_batch(run: Callable[[], object], iters: int, barrier: Callable[[], object]) -> float:
-    """Seconds per iteration of one batch on this rank, started right after a barrier."""
+def time_batch(run: Callable[[], object], iters: int, barrier: Callable[[], object], rewarm: int = 0) -> float:
+    """Seconds per iteration of one batch on this rank, started after a barrier and rewarm
+    untimed iterations."""
     barrier()
+    for _ in range(rewarm):
+        run()
     t0 = time.perf_counter()
     for _ in range(iters):
         run()
