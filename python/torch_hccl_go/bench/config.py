@@ -76,7 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
         type=float,
         default=5.0,
         help="untimed iterations before each timed batch, for about this many milliseconds (default 5; "
-        "at most one batch, none for batches under 4 iterations): the backends' batches alternate, and "
+        "at least one iteration, at most a batch): the backends' batches alternate, and "
         "this times each in steady state rather than right after the other's; 0 turns it off",
     )
     p.add_argument(
