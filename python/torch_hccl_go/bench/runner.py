@@ -158,20 +158,22 @@ class Sweep:
         return _Prepared(result, run, lambda: dist.barrier(group=group), plan, [])
 
     def _steady_estimate(self, run: Callable[[], object], estimate: float) -> float:
-        """Per-iteration seconds over runs of about timing.ESTIMATE_S (within a quarter of
-        --max-time): a handful of warm-up iterations, cold or just after the check, can be
-        ten times slower than the steady state and would make every batch far too short."""
+        """Per-iteration seconds in steady state: the lowest median of up to three timed runs
+        of about timing.ESTIMATE_S (within a quarter of --max-time). A handful of warm-up
+        iterations, or a run in the milliseconds after the check (Go's sysmon back at its
+        fastest polling, see timing.py), can be 3-10 times slower than the steady state and
+        would make every batch, and its rewarm, far too short."""
         budget = self.cfg.max_time / 4
-        for _ in range(3):  # the first run may still start cold
-            n = timing.estimate_run_iters(estimate, budget)
+        best = estimate
+        for _ in range(3):
+            n = timing.estimate_run_iters(best, budget)
             if n < 4:
-                break
+                break  # long iterations: the estimate so far will do
             times = timing.run_timed(run, n)
-            took, estimate = self._max_over_ranks([sum(times), statistics.median(times)])
+            took, median = self._max_over_ranks([sum(times), statistics.median(times)])
             budget -= took
-            if took >= timing.ESTIMATE_S / 2:
-                break  # long enough to be the steady state (a cold start made n too small)
-        return estimate
+            best = min(best, median) if took >= timing.ESTIMATE_S / 2 else median
+        return best
 
     def _gather(self, values: list[float]) -> list[list[float]]:
         """Every rank's values, through the control group."""
