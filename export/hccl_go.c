@@ -2,7 +2,9 @@
 // a forked child (where the Go runtime's threads no longer exist and any call
 // into Go could hang), then hands over to its Go implementation in capi.go.
 #include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "hccl_go.h"
 #include "_cgo_export.h"
@@ -19,9 +21,38 @@ __attribute__((constructor)) static void hccl_go_register_atfork(void) {
   pthread_atfork(NULL, NULL, hccl_go_atfork_child);
 }
 
-#define HCCL_GO_NOT_IN_FORK() \
-  do {                        \
-    if (hccl_go_forked) return hcclGoInvalidUsage; \
+// The processor refresh of processor.go: nanoseconds between refreshes of a
+// calling thread's Go processor (HCCL_GO_REFRESH_MS, read when the library
+// loads; 0: never), and when this thread last refreshed.
+static long long hccl_go_refresh_ns = 2000000;
+static __thread long long hccl_go_refreshed_ns;
+
+__attribute__((constructor)) static void hccl_go_read_refresh(void) {
+  const char* v = getenv("HCCL_GO_REFRESH_MS");
+  if (v != NULL && *v != 0) {
+    char* end;
+    double ms = strtod(v, &end);
+    if (*end == 0 && ms >= 0) hccl_go_refresh_ns = (long long)(ms * 1e6);
+  }
+}
+
+static inline void hccl_go_maybe_refresh(void) {
+  if (hccl_go_refresh_ns <= 0) return;
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  long long now = (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+  if (now - hccl_go_refreshed_ns >= hccl_go_refresh_ns) {
+    hccl_go_refreshed_ns = now;
+    goRefreshProcessor();
+  }
+}
+
+// Every entry point: refuse in a forked child, refresh the thread's Go
+// processor when due.
+#define HCCL_GO_NOT_IN_FORK()                        \
+  do {                                               \
+    if (hccl_go_forked) return hcclGoInvalidUsage;   \
+    hccl_go_maybe_refresh();                         \
   } while (0)
 
 void hcclGoInvokeCallback(hcclGoCallback_t cb, void* userData, hcclGoWork_t work, hcclGoResult_t status,

@@ -14,27 +14,27 @@ import (
 // wake-ups preempt compute threads. Ops run on the caller's thread or one
 // worker per stream, so a few Ps per rank are enough.
 //
-// One P per rank is too few, though. Measured with 2 ranks on 2 cores
-// (GOMAXPROCS 1 against 2): the C API's 8-byte all_reduce 3.4-3.7 against
-// 2.8-3.0 µs, a synchronous 16 MiB all_reduce 5.5-6.1 against 6.6-6.9
-// GB/s, DDP on a 50 MB model 106-117 against 101-102 ms a step; only DDP
-// on a tiny MLP (a 67 KB bucket, 1 ms steps) gains, 1.0-1.1 against
-// 1.3-1.4 ms. With one P, the runtime's own work lands on the op's
-// critical path: garbage collection assists, the hand-off and back when
-// the runtime preempts the C thread that runs an op inline (every 10 ms of
-// Go time, since that thread never goes through the scheduler), and
-// processor retakes during cgo reduction kernels. So the automatic value
-// never goes below 2; HCCL_GO_MAXPROCS=1 suits latency-bound jobs with
-// tiny models.
+// But every C thread that calls into the library keeps a P between calls:
+// the runtime counts it as in a system call (the issuing thread, and each
+// completion thread of the c10d backend). When no P is idle, the runtime's
+// monitor thread (sysmon) takes one of those away at its next look, every
+// 20 µs, and each take-over puts sysmon back to looking every 20 µs: a
+// storm of preemptions and P hand-offs. With 2 Ps, DDP's two calling
+// threads (the training loop and a completion thread) held both, and the
+// main job's 1.4-1.6 ms steps took 0.74-0.80 ms with 3 Ps (and the
+// processor refresh of processor.go; gloo: 1.25). So the automatic value
+// never goes below minAutoMaxProcs, even above the host's core count (an
+// idle P costs nothing). HCCL_GO_MAXPROCS=1 or 2 is still there for jobs
+// measured to run better with fewer.
 //
 // The policy, applied at each communicator's init (process-wide):
 //   - HCCL_GO_MAXPROCS=n (n > 0): GOMAXPROCS is n (also set when the
 //     library loads);
 //   - HCCL_GO_MAXPROCS=0: the Go runtime's own default is left alone;
-//   - unset, empty or "auto": lowered to NumCPU / ranks of the
-//     communicator on this host, but not below 2 (nor above NumCPU); never
-//     raised, so a later communicator with fewer local ranks (a subgroup)
-//     keeps the lower value.
+//   - unset, empty or "auto": the cores left to each rank on this host
+//     (NumCPU / local ranks), but not below minAutoMaxProcs; it lowers
+//     GOMAXPROCS, and raises it only to that floor, so a later communicator
+//     with fewer local ranks (a subgroup) keeps the lower value.
 const maxProcsVar = "HCCL_GO_MAXPROCS"
 
 // explicitMaxProcs parses HCCL_GO_MAXPROCS: n > 0 to set, 0 to leave the
@@ -52,7 +52,8 @@ func explicitMaxProcs(v string) (int, error) {
 }
 
 // applyMaxProcs sets GOMAXPROCS for a communicator whose rank rank has the
-// given host ids (nil: locality unknown, the automatic policy does nothing).
+// given host ids (nil: locality unknown, the automatic policy takes all the
+// cores).
 func applyMaxProcs(hostIDs []string, rank int) error {
 	v, _ := cGetenv(maxProcsVar)
 	n, err := explicitMaxProcs(v)
@@ -64,8 +65,8 @@ func applyMaxProcs(hostIDs []string, rank int) error {
 	}
 	if n < 0 {
 		n = autoMaxProcs(runtime.NumCPU(), localRanks(hostIDs, rank))
-		if n >= runtime.GOMAXPROCS(0) {
-			return nil // never raise: another communicator may have lowered it
+		if cur := runtime.GOMAXPROCS(0); cur >= minAutoMaxProcs && n >= cur {
+			return nil // raise only to the floor: another communicator may have lowered it
 		}
 	}
 	if n != runtime.GOMAXPROCS(0) {
@@ -74,16 +75,17 @@ func applyMaxProcs(hostIDs []string, rank int) error {
 	return nil
 }
 
-// minAutoMaxProcs is the fewest Ps the automatic policy leaves (see above).
-const minAutoMaxProcs = 2
+// minAutoMaxProcs is the fewest Ps the automatic policy leaves (see above):
+// one for the issuing thread, one for a completion thread, one idle.
+const minAutoMaxProcs = 3
 
-// autoMaxProcs is the automatic value: the cores left to each local rank,
-// at least minAutoMaxProcs (local <= 0: unknown, all of them).
+// autoMaxProcs is the automatic value: the cores left to each local rank
+// (local <= 0: unknown, all of them), at least minAutoMaxProcs.
 func autoMaxProcs(cpus, local int) int {
 	if local <= 0 {
-		return cpus
+		return max(minAutoMaxProcs, cpus)
 	}
-	return min(cpus, max(minAutoMaxProcs, cpus/local))
+	return max(minAutoMaxProcs, cpus/local)
 }
 
 // localRanks counts the ranks that share rank's host (0 when unknown).

@@ -42,14 +42,15 @@ func TestAutoMaxProcs(t *testing.T) {
 		hosts             []string
 		rank, cpus, procs int
 	}{
-		{"2 ranks on 2 cores: not below 2", []string{"a", "a"}, 1, 2, 2},
-		{"4 ranks on 2 cores", []string{"a", "a", "a", "a"}, 0, 2, 2},
-		{"2 ranks on 1 core: not above NumCPU", []string{"a", "a"}, 0, 1, 1},
+		{"2 ranks on 2 cores: not below 3", []string{"a", "a"}, 1, 2, 3},
+		{"4 ranks on 2 cores", []string{"a", "a", "a", "a"}, 0, 2, 3},
+		{"2 ranks on 1 core: the floor, above NumCPU", []string{"a", "a"}, 0, 1, 3},
 		{"2 of 4 ranks here, 16 cores", []string{"a", "b", "a", "b"}, 2, 16, 8},
-		{"3 ranks on 8 cores", []string{"a", "a", "a"}, 0, 8, 2},
+		{"3 ranks on 8 cores", []string{"a", "a", "a"}, 0, 8, 3},
 		{"8 ranks on 64 cores", []string{"a", "a", "a", "a", "a", "a", "a", "a"}, 5, 64, 8},
 		{"one rank per host", []string{"a", "b"}, 0, 4, 4},
 		{"locality unknown", nil, 0, 4, 4},
+		{"locality unknown, 2 cores", nil, 0, 2, 3},
 		{"empty host id", []string{"", ""}, 0, 4, 4},
 	}
 	for _, c := range cases {
