@@ -26,6 +26,7 @@ __attribute__((constructor)) static void hccl_go_register_atfork(void) {
 // loads; 0: never), and when this thread last refreshed.
 static long long hccl_go_refresh_ns = 2000000;
 static __thread long long hccl_go_refreshed_ns;
+static __thread int hccl_go_thread_counted;  // goThreadEntered ran for this thread
 
 __attribute__((constructor)) static void hccl_go_read_refresh(void) {
   const char* v = getenv("HCCL_GO_REFRESH_MS");
@@ -37,6 +38,10 @@ __attribute__((constructor)) static void hccl_go_read_refresh(void) {
 }
 
 static inline void hccl_go_maybe_refresh(void) {
+  if (!hccl_go_thread_counted) {
+    hccl_go_thread_counted = 1;
+    goThreadEntered();
+  }
   if (hccl_go_refresh_ns <= 0) return;
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -47,8 +52,8 @@ static inline void hccl_go_maybe_refresh(void) {
   }
 }
 
-// Every entry point: refuse in a forked child, refresh the thread's Go
-// processor when due.
+// Every entry point: refuse in a forked child, count a thread's first call
+// (maxprocs.go), refresh the thread's Go processor when due.
 #define HCCL_GO_NOT_IN_FORK()                        \
   do {                                               \
     if (hccl_go_forked) return hcclGoInvalidUsage;   \

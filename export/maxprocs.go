@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // The library shares its host process with PyTorch's compute threads, and
@@ -19,22 +20,23 @@ import (
 // completion thread of the c10d backend). When no P is idle, the runtime's
 // monitor thread (sysmon) takes one of those away at its next look, every
 // 20 µs, and each take-over puts sysmon back to looking every 20 µs: a
-// storm of preemptions and P hand-offs. With 2 Ps, DDP's two calling
-// threads (the training loop and a completion thread) held both, and the
-// main job's 1.4-1.6 ms steps took 0.74-0.80 ms with 3 Ps (and the
-// processor refresh of processor.go; gloo: 1.25). So the automatic value
-// never goes below minAutoMaxProcs, even above the host's core count (an
-// idle P costs nothing). HCCL_GO_MAXPROCS=1 or 2 is still there for jobs
-// measured to run better with fewer.
+// storm of preemptions and P hand-offs. With 2 Ps, DDP's calling threads
+// (the training loop and one or two completion threads) held them all, and
+// the main job's 1.4-1.6 ms steps took 0.7-0.9 ms with one P to spare
+// (and the processor refresh of processor.go; gloo: 1.1-1.6). So the
+// automatic value keeps one P more than the threads that have called in,
+// even above the host's core count (an idle P costs nothing), and grows
+// with them (C threads are counted by hccl_go.c on their first call).
 //
-// The policy, applied at each communicator's init (process-wide):
-//   - HCCL_GO_MAXPROCS=n (n > 0): GOMAXPROCS is n (also set when the
-//     library loads);
+// The policy (process-wide, like GOMAXPROCS):
+//   - HCCL_GO_MAXPROCS=n (n > 0): GOMAXPROCS is n (set when the library
+//     loads and at each communicator's init);
 //   - HCCL_GO_MAXPROCS=0: the Go runtime's own default is left alone;
-//   - unset, empty or "auto": the cores left to each rank on this host
-//     (NumCPU / local ranks), but not below minAutoMaxProcs; it lowers
-//     GOMAXPROCS, and raises it only to that floor, so a later communicator
-//     with fewer local ranks (a subgroup) keeps the lower value.
+//   - unset, empty or "auto": from the first communicator's init on, the
+//     larger of the cores left to each rank on this host (NumCPU / local
+//     ranks, the lowest over the communicators so far: a subgroup with
+//     fewer local ranks keeps it) and the calling threads + 1, at least 2
+//     and at most maxAutoMaxProcs.
 const maxProcsVar = "HCCL_GO_MAXPROCS"
 
 // explicitMaxProcs parses HCCL_GO_MAXPROCS: n > 0 to set, 0 to leave the
@@ -60,32 +62,71 @@ func applyMaxProcs(hostIDs []string, rank int) error {
 	if err != nil {
 		return err
 	}
-	if n == 0 {
-		return nil
-	}
-	if n < 0 {
-		n = autoMaxProcs(runtime.NumCPU(), localRanks(hostIDs, rank))
-		if cur := runtime.GOMAXPROCS(0); cur >= minAutoMaxProcs && n >= cur {
-			return nil // raise only to the floor: another communicator may have lowered it
-		}
-	}
-	if n != runtime.GOMAXPROCS(0) {
+	switch {
+	case n > 0:
 		runtime.GOMAXPROCS(n)
+	case n < 0:
+		procs.apply(autoMaxProcs(runtime.NumCPU(), localRanks(hostIDs, rank)))
 	}
 	return nil
 }
 
-// minAutoMaxProcs is the fewest Ps the automatic policy leaves (see above):
-// one for the issuing thread, one for a completion thread, one idle.
-const minAutoMaxProcs = 3
+// Bounds of the automatic value.
+const (
+	minAutoMaxProcs = 2
+	maxAutoMaxProcs = 32
+)
 
-// autoMaxProcs is the automatic value: the cores left to each local rank
-// (local <= 0: unknown, all of them), at least minAutoMaxProcs.
+// autoMaxProcs is the cores left to each local rank (local <= 0: unknown,
+// all of them), at least 1.
 func autoMaxProcs(cpus, local int) int {
 	if local <= 0 {
-		return max(minAutoMaxProcs, cpus)
+		return max(1, cpus)
 	}
-	return max(minAutoMaxProcs, cpus/local)
+	return max(1, cpus/local)
+}
+
+// procPolicy is the automatic policy's state. It is process-wide because
+// GOMAXPROCS is: every communicator of the process shares it.
+type procPolicy struct {
+	mu      sync.Mutex
+	cores   int // the lowest cores-per-rank a communicator asked for (0: no communicator yet)
+	threads int // C threads that have called into the library
+}
+
+var procs procPolicy
+
+// apply records a communicator's cores per rank and sets GOMAXPROCS.
+func (p *procPolicy) apply(cores int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cores == 0 || cores < p.cores {
+		p.cores = cores
+	}
+	p.setLocked()
+}
+
+// threadEntered counts a C thread's first call; under the automatic policy
+// GOMAXPROCS follows.
+func (p *procPolicy) threadEntered() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.threads++
+	if p.cores > 0 {
+		p.setLocked()
+	}
+}
+
+func (p *procPolicy) setLocked() {
+	n := wantMaxProcs(p.cores, p.threads)
+	if n != runtime.GOMAXPROCS(0) {
+		runtime.GOMAXPROCS(n) // stops the world briefly: only when the inputs change
+	}
+}
+
+// wantMaxProcs is the automatic value for cores per rank and calling threads.
+func wantMaxProcs(cores, threads int) int {
+	return min(maxAutoMaxProcs, max(minAutoMaxProcs, cores, threads+1))
 }
 
 // localRanks counts the ranks that share rank's host (0 when unknown).

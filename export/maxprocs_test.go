@@ -40,22 +40,38 @@ func TestAutoMaxProcs(t *testing.T) {
 	cases := []struct {
 		name              string
 		hosts             []string
-		rank, cpus, procs int
+		rank, cpus, cores int
 	}{
-		{"2 ranks on 2 cores: not below 3", []string{"a", "a"}, 1, 2, 3},
-		{"4 ranks on 2 cores", []string{"a", "a", "a", "a"}, 0, 2, 3},
-		{"2 ranks on 1 core: the floor, above NumCPU", []string{"a", "a"}, 0, 1, 3},
+		{"2 ranks on 2 cores", []string{"a", "a"}, 1, 2, 1},
+		{"4 ranks on 2 cores", []string{"a", "a", "a", "a"}, 0, 2, 1},
 		{"2 of 4 ranks here, 16 cores", []string{"a", "b", "a", "b"}, 2, 16, 8},
-		{"3 ranks on 8 cores", []string{"a", "a", "a"}, 0, 8, 3},
+		{"3 ranks on 8 cores", []string{"a", "a", "a"}, 0, 8, 2},
 		{"8 ranks on 64 cores", []string{"a", "a", "a", "a", "a", "a", "a", "a"}, 5, 64, 8},
 		{"one rank per host", []string{"a", "b"}, 0, 4, 4},
 		{"locality unknown", nil, 0, 4, 4},
-		{"locality unknown, 2 cores", nil, 0, 2, 3},
 		{"empty host id", []string{"", ""}, 0, 4, 4},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			assert.Equal(t, c.procs, autoMaxProcs(c.cpus, localRanks(c.hosts, c.rank)))
+			assert.Equal(t, c.cores, autoMaxProcs(c.cpus, localRanks(c.hosts, c.rank)))
+		})
+	}
+}
+
+func TestWantMaxProcs(t *testing.T) {
+	cases := []struct {
+		name                 string
+		cores, threads, want int
+	}{
+		{"one calling thread, 1 core per rank: the floor", 1, 1, 2},
+		{"loop and completion thread: one P to spare", 1, 2, 3},
+		{"a third calling thread", 1, 3, 4},
+		{"cores per rank above the threads", 8, 2, 8},
+		{"bounded", 1, 100, maxAutoMaxProcs},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			assert.Equal(t, c.want, wantMaxProcs(c.cores, c.threads))
 		})
 	}
 }
