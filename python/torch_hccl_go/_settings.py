@@ -36,8 +36,15 @@ SETTINGS = _library_settings() + [
     Setting(
         "HCCL_GO_MAXPROCS",
         "auto",
-        "Go runtime's GOMAXPROCS: auto lowers it at each communicator's init to cores / ranks on this host "
-        "(at least 2, never raised); n sets n; 0 leaves Go's default.",
+        "Go runtime's GOMAXPROCS: auto, from the first communicator's init, is the larger of cores / ranks "
+        "on this host and the threads that have called into the library + 1 (2 to 32); n sets n; "
+        "0 leaves Go's default.",
+    ),
+    Setting(
+        "HCCL_GO_REFRESH_MS",
+        "2",
+        "How often each thread that calls into the library lets its Go processor through the Go scheduler, "
+        "so that the runtime does not take it for stuck; 0: never.",
     ),
     Setting(
         "HCCL_GO_TORCH_FLIGHT_RECORDER",
