@@ -3,6 +3,7 @@ package pgbackend
 import (
 	"encoding/json"
 	"fmt"
+	"runtime"
 )
 
 // Info describes a communicator for humans and tools (python -m
@@ -16,6 +17,9 @@ type Info struct {
 	StreamsPerPeer int               `json:"streams_per_peer"`
 	ChunkBytes     int               `json:"chunk_bytes"`
 	Sequence       uint64            `json:"sequence"`
+	// GoMaxProcs is the Go runtime's GOMAXPROCS when asked: process-wide,
+	// set by the C library's policy (HCCL_GO_MAXPROCS).
+	GoMaxProcs int `json:"gomaxprocs"`
 }
 
 // Info returns the communicator's description.
@@ -28,7 +32,7 @@ func (c *Communicator) Info() Info {
 		Rank: c.rank, Size: c.size, Transports: c.transports,
 		TimeoutMs: c.cfg.Timeout.Milliseconds(), Algo: algo,
 		StreamsPerPeer: c.cfg.StreamsPerPeer, ChunkBytes: c.cfg.ChunkBytes,
-		Sequence: c.seq.Load(),
+		Sequence: c.seq.Load(), GoMaxProcs: runtime.GOMAXPROCS(0),
 	}
 }
 

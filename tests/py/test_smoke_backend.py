@@ -317,6 +317,31 @@ def test_synchronous_calls_block_and_return_no_work():
     run_ranks(_synchronous_calls_job, world_size=2, timeout=60)
 
 
+def _gomaxprocs_job(ctx) -> tuple[int, int]:
+    """GOMAXPROCS (comm_info) after synchronous calls from the main thread, then after an op
+    followed through its Future, which a completion thread drives: one more calling thread."""
+    import torch.distributed as dist
+    import torch_hccl_go
+
+    t = torch.ones(2)
+    dist.all_reduce(t)
+    before = torch_hccl_go.comm_info()["gomaxprocs"]
+    dist.all_reduce(t, async_op=True).get_future().wait()
+    return before, torch_hccl_go.comm_info()["gomaxprocs"]
+
+
+def test_gomaxprocs_keeps_a_processor_to_spare():
+    """HCCL_GO_MAXPROCS=auto keeps one Go processor more than the threads that have called into
+    the library (export/maxprocs.go): with the main thread and a completion thread, at least 3."""
+    import os
+
+    if os.environ.get("HCCL_GO_MAXPROCS", "auto") not in ("", "auto"):
+        pytest.skip("HCCL_GO_MAXPROCS is set")
+    for before, after in run_ranks(_gomaxprocs_job, world_size=2, timeout=60):
+        assert before >= 2
+        assert after >= 3 and after >= before
+
+
 _EXIT_SCRIPT = """
 import sys, tempfile, torch, torch.distributed as dist
 import torch_hccl_go
