@@ -7,12 +7,14 @@ batches of the slowest rank's per-iteration time.
 
 The backends' batches alternate, so each batch first runs untimed iterations of its own
 for about --rewarm-ms (5 ms by default, at least one iteration, at most a batch): the batch is then timed in steady state, as nccl-tests times, and not charged for
-the previous backend's batch. The reason, measured on the 2-core VM: after ~10 ms away
-from Go (a gloo batch, or plain sleep), the Go runtime's monitor thread (sysmon) goes
-back to polling every 20 us and backs off over the next milliseconds (its delay doubles
-every 50 polls); each poll preempts a busy core, and 8-byte hccl_go all_reduces run
-40-70 % slower until it has backed off. (A Go toolchain patched to restart sysmon at
-5 ms made the slowdown vanish; that is not something a library can change.)
+the previous backend's batch. The reason, measured on the 2-core VM: after more than
+~10 ms away from Go (a long gloo batch, or plain sleep), the Go runtime's monitor thread
+(sysmon) goes back to polling every 20 us and backs off over the next milliseconds (its
+delay doubles every 50 polls); each poll preempts a busy core, and 8-byte hccl_go
+all_reduces ran 40-100 % slower until it had backed off. (A Go toolchain patched to
+restart sysmon at 5 ms made the slowdown vanish. The library avoids the causes it can,
+export/maxprocs.go and export/processor.go, but not this one: a thread away that long
+loses its Go processor.) A large op also finds its buffers evicted by the other backend.
 """
 
 from __future__ import annotations
