@@ -1,6 +1,8 @@
-// The public C entry points of include/hccl_go.h. Each one refuses to run in
-// a forked child (where the Go runtime's threads no longer exist and any call
-// into Go could hang), then hands over to its Go implementation in capi.go.
+// The public C entry points of include/hccl_go.h. Each one enters through
+// HCCL_GO_ENTER: it refuses to run in a forked child (where the Go runtime's
+// threads no longer exist and any call into Go could hang), and keeps the
+// calling thread's Go processor in order (processor.go); then it hands over
+// to its go* implementation in capi_*.go.
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,7 +56,7 @@ static inline void hccl_go_maybe_refresh(void) {
 
 // Every entry point: refuse in a forked child, count a thread's first call
 // (maxprocs.go), refresh the thread's Go processor when due.
-#define HCCL_GO_NOT_IN_FORK()                        \
+#define HCCL_GO_ENTER()                        \
   do {                                               \
     if (hccl_go_forked) return hcclGoInvalidUsage;   \
     hccl_go_maybe_refresh();                         \
@@ -97,217 +99,217 @@ hcclGoResult_t hcclGoGetLastError(hcclGoComm_t comm, char* buf, size_t len) {
 }
 
 hcclGoResult_t hcclGoGetConfig(char* buf, size_t len) {
-  HCCL_GO_NOT_IN_FORK();
+  HCCL_GO_ENTER();
   return goGetConfig(buf, len);
 }
 
 hcclGoResult_t hcclGoListen(const char* bindAddr, hcclGoListener_t* listener, char* addr, size_t addrLen) {
-  HCCL_GO_NOT_IN_FORK();
+  HCCL_GO_ENTER();
   return goListen((char*)bindAddr, listener, addr, addrLen);
 }
 
 hcclGoResult_t hcclGoListenerClose(hcclGoListener_t listener) {
-  HCCL_GO_NOT_IN_FORK();
+  HCCL_GO_ENTER();
   return goListenerClose(listener);
 }
 
 hcclGoResult_t hcclGoCommInitRank(hcclGoComm_t* comm, int nranks, int rank, hcclGoListener_t listener,
                                   const char* const* peerAddrs, const char* const* hostIds, const char* secret,
                                   const char* options) {
-  HCCL_GO_NOT_IN_FORK();
+  HCCL_GO_ENTER();
   return goCommInitRank(comm, nranks, rank, listener, (char**)peerAddrs, (char**)hostIds, (char*)secret,
                         (char*)options);
 }
 
 hcclGoResult_t hcclGoCommAbort(hcclGoComm_t comm) {
-  HCCL_GO_NOT_IN_FORK();
+  HCCL_GO_ENTER();
   return goCommAbort(comm);
 }
 
 hcclGoResult_t hcclGoCommDestroy(hcclGoComm_t comm) {
-  HCCL_GO_NOT_IN_FORK();
+  HCCL_GO_ENTER();
   return goCommDestroy(comm);
 }
 
 hcclGoResult_t hcclGoCommCount(hcclGoComm_t comm, int* count) {
-  HCCL_GO_NOT_IN_FORK();
+  HCCL_GO_ENTER();
   return goCommCount(comm, count);
 }
 
 hcclGoResult_t hcclGoCommUserRank(hcclGoComm_t comm, int* rank) {
-  HCCL_GO_NOT_IN_FORK();
+  HCCL_GO_ENTER();
   return goCommUserRank(comm, rank);
 }
 
 hcclGoResult_t hcclGoCommInfo(hcclGoComm_t comm, char* buf, size_t len) {
-  HCCL_GO_NOT_IN_FORK();
+  HCCL_GO_ENTER();
   return goCommInfo(comm, buf, len);
 }
 
 hcclGoResult_t hcclGoCommDumpTrace(hcclGoComm_t comm, const char* path) {
-  HCCL_GO_NOT_IN_FORK();
+  HCCL_GO_ENTER();
   return goCommDumpTrace(comm, (char*)path);
 }
 
 hcclGoResult_t hcclGoCommTracePath(hcclGoComm_t comm, char* buf, size_t len) {
-  HCCL_GO_NOT_IN_FORK();
+  HCCL_GO_ENTER();
   return goCommTracePath(comm, buf, len);
 }
 
 hcclGoResult_t hcclGoAllReduce(const void* sendbuff, void* recvbuff, size_t count, hcclGoDataType_t datatype,
                                hcclGoRedOp_t op, double preMulScalar, hcclGoComm_t comm, int stream,
                                hcclGoWork_t* work) {
-  HCCL_GO_NOT_IN_FORK();
+  HCCL_GO_ENTER();
   return goAllReduce((void*)sendbuff, recvbuff, count, datatype, op, preMulScalar, comm, stream, work);
 }
 
 hcclGoResult_t hcclGoBroadcast(const void* sendbuff, void* recvbuff, size_t count, hcclGoDataType_t datatype,
                                int root, hcclGoComm_t comm, int stream, hcclGoWork_t* work) {
-  HCCL_GO_NOT_IN_FORK();
+  HCCL_GO_ENTER();
   return goBroadcast((void*)sendbuff, recvbuff, count, datatype, root, comm, stream, work);
 }
 
 hcclGoResult_t hcclGoReduce(const void* sendbuff, void* recvbuff, size_t count, hcclGoDataType_t datatype,
                             hcclGoRedOp_t op, double preMulScalar, int root, hcclGoComm_t comm, int stream,
                             hcclGoWork_t* work) {
-  HCCL_GO_NOT_IN_FORK();
+  HCCL_GO_ENTER();
   return goReduce((void*)sendbuff, recvbuff, count, datatype, op, preMulScalar, root, comm, stream, work);
 }
 
 hcclGoResult_t hcclGoAllGather(const void* sendbuff, void* recvbuff, size_t sendcount, hcclGoDataType_t datatype,
                                hcclGoComm_t comm, int stream, hcclGoWork_t* work) {
-  HCCL_GO_NOT_IN_FORK();
+  HCCL_GO_ENTER();
   return goAllGather((void*)sendbuff, recvbuff, sendcount, datatype, comm, stream, work);
 }
 
 hcclGoResult_t hcclGoReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
                                    hcclGoDataType_t datatype, hcclGoRedOp_t op, double preMulScalar,
                                    hcclGoComm_t comm, int stream, hcclGoWork_t* work) {
-  HCCL_GO_NOT_IN_FORK();
+  HCCL_GO_ENTER();
   return goReduceScatter((void*)sendbuff, recvbuff, recvcount, datatype, op, preMulScalar, comm, stream, work);
 }
 
 hcclGoResult_t hcclGoReduceScatterV(const void* sendbuff, void* recvbuff, const size_t* recvcounts,
                                     hcclGoDataType_t datatype, hcclGoRedOp_t op, double preMulScalar,
                                     hcclGoComm_t comm, int stream, hcclGoWork_t* work) {
-  HCCL_GO_NOT_IN_FORK();
+  HCCL_GO_ENTER();
   return goReduceScatterV((void*)sendbuff, recvbuff, (size_t*)recvcounts, datatype, op, preMulScalar, comm,
                           stream, work);
 }
 
 hcclGoResult_t hcclGoAllGatherV(const void* sendbuff, void* recvbuff, const size_t* recvcounts,
                                 hcclGoDataType_t datatype, hcclGoComm_t comm, int stream, hcclGoWork_t* work) {
-  HCCL_GO_NOT_IN_FORK();
+  HCCL_GO_ENTER();
   return goAllGatherV((void*)sendbuff, recvbuff, (size_t*)recvcounts, datatype, comm, stream, work);
 }
 
 hcclGoResult_t hcclGoAllToAllV(const void* sendbuff, const size_t* sendcounts, const size_t* sdispls,
                                void* recvbuff, const size_t* recvcounts, const size_t* rdispls,
                                hcclGoDataType_t datatype, hcclGoComm_t comm, int stream, hcclGoWork_t* work) {
-  HCCL_GO_NOT_IN_FORK();
+  HCCL_GO_ENTER();
   return goAllToAllV((void*)sendbuff, (size_t*)sendcounts, (size_t*)sdispls, recvbuff, (size_t*)recvcounts,
                      (size_t*)rdispls, datatype, comm, stream, work);
 }
 
 hcclGoResult_t hcclGoAllToAll(const void* sendbuff, void* recvbuff, size_t count, hcclGoDataType_t datatype,
                               hcclGoComm_t comm, int stream, hcclGoWork_t* work) {
-  HCCL_GO_NOT_IN_FORK();
+  HCCL_GO_ENTER();
   return goAllToAll((void*)sendbuff, recvbuff, count, datatype, comm, stream, work);
 }
 
 hcclGoResult_t hcclGoGather(const void* sendbuff, void* recvbuff, size_t count, hcclGoDataType_t datatype, int root,
                             hcclGoComm_t comm, int stream, hcclGoWork_t* work) {
-  HCCL_GO_NOT_IN_FORK();
+  HCCL_GO_ENTER();
   return goGather((void*)sendbuff, recvbuff, count, datatype, root, comm, stream, work);
 }
 
 hcclGoResult_t hcclGoScatter(const void* sendbuff, void* recvbuff, size_t count, hcclGoDataType_t datatype, int root,
                              hcclGoComm_t comm, int stream, hcclGoWork_t* work) {
-  HCCL_GO_NOT_IN_FORK();
+  HCCL_GO_ENTER();
   return goScatter((void*)sendbuff, recvbuff, count, datatype, root, comm, stream, work);
 }
 
 hcclGoResult_t hcclGoBarrier(hcclGoComm_t comm, int stream, hcclGoWork_t* work) {
-  HCCL_GO_NOT_IN_FORK();
+  HCCL_GO_ENTER();
   return goBarrier(comm, stream, work);
 }
 
 hcclGoResult_t hcclGoSend(const void* sendbuff, size_t count, hcclGoDataType_t datatype, int peer, uint32_t tag,
                           hcclGoComm_t comm, hcclGoWork_t* work) {
-  HCCL_GO_NOT_IN_FORK();
+  HCCL_GO_ENTER();
   return goSend((void*)sendbuff, count, datatype, peer, tag, comm, work);
 }
 
 hcclGoResult_t hcclGoRecv(void* recvbuff, size_t count, hcclGoDataType_t datatype, int peer, uint32_t tag,
                           hcclGoComm_t comm, hcclGoWork_t* work) {
-  HCCL_GO_NOT_IN_FORK();
+  HCCL_GO_ENTER();
   return goRecv(recvbuff, count, datatype, peer, tag, comm, work);
 }
 
 hcclGoResult_t hcclGoWorkWait(hcclGoWork_t work, int64_t timeoutMs) {
-  HCCL_GO_NOT_IN_FORK();
+  HCCL_GO_ENTER();
   return goWorkWait(work, timeoutMs);
 }
 
 hcclGoResult_t hcclGoWorkTest(hcclGoWork_t work) {
-  HCCL_GO_NOT_IN_FORK();
+  HCCL_GO_ENTER();
   return goWorkTest(work);
 }
 
 hcclGoResult_t hcclGoWorkError(hcclGoWork_t work, char* buf, size_t len) {
-  HCCL_GO_NOT_IN_FORK();
+  HCCL_GO_ENTER();
   return goWorkError(work, buf, len);
 }
 
 hcclGoResult_t hcclGoWorkSetCallback(hcclGoWork_t work, hcclGoCallback_t cb, void* userData) {
-  HCCL_GO_NOT_IN_FORK();
+  HCCL_GO_ENTER();
   return goWorkSetCallback(work, cb, userData);
 }
 
 hcclGoResult_t hcclGoWorkFree(hcclGoWork_t work) {
-  HCCL_GO_NOT_IN_FORK();
+  HCCL_GO_ENTER();
   return goWorkFree(work);
 }
 
 hcclGoResult_t hcclGoWorkStart(hcclGoWork_t work) {
-  HCCL_GO_NOT_IN_FORK();
+  HCCL_GO_ENTER();
   return goWorkStart(work);
 }
 
 hcclGoResult_t hcclGoWorkDrive(hcclGoWork_t work) {
-  HCCL_GO_NOT_IN_FORK();
+  HCCL_GO_ENTER();
   return goWorkDrive(work);
 }
 
 hcclGoResult_t hcclGoSparseAllReduce(const int64_t* indices, const void* values, size_t nnz,
                                      hcclGoDataType_t datatype, void* denseOut, size_t denseCount,
                                      hcclGoComm_t comm, int stream, hcclGoWork_t* work) {
-  HCCL_GO_NOT_IN_FORK();
+  HCCL_GO_ENTER();
   return goSparseAllReduce((int64_t*)indices, (void*)values, nnz, datatype, denseOut, denseCount, comm, stream,
                            work);
 }
 
 hcclGoResult_t hcclGoCommStats(hcclGoComm_t comm, char* buf, size_t len) {
-  HCCL_GO_NOT_IN_FORK();
+  HCCL_GO_ENTER();
   return goCommStats(comm, buf, len);
 }
 
 hcclGoResult_t hcclGoTopoSimulate(const char* argsJson, char* out, size_t len) {
-  HCCL_GO_NOT_IN_FORK();
+  HCCL_GO_ENTER();
   return goTopoSimulate((char*)argsJson, out, len);
 }
 
 hcclGoResult_t hcclGoCommNumStreams(hcclGoComm_t comm, int* n) {
-  HCCL_GO_NOT_IN_FORK();
+  HCCL_GO_ENTER();
   return goCommNumStreams(comm, n);
 }
 
 hcclGoResult_t hcclGoEventRecord(hcclGoComm_t comm, int stream, hcclGoWork_t* event) {
-  HCCL_GO_NOT_IN_FORK();
+  HCCL_GO_ENTER();
   return goEventRecord(comm, stream, event);
 }
 
 hcclGoResult_t hcclGoStreamWaitWork(hcclGoComm_t comm, int stream, hcclGoWork_t work, hcclGoWork_t* marker) {
-  HCCL_GO_NOT_IN_FORK();
+  HCCL_GO_ENTER();
   return goStreamWaitWork(comm, stream, work, marker);
 }

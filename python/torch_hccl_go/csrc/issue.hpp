@@ -113,8 +113,7 @@ class Issue {
       work_->failIssue(r, msg);
       failed_ = true;
       // Named like the op's error from wait() (the op had its number).
-      throwResult(r, backend_.comm_,
-                  "hccl_go: " + work_->name() + " (op #" + std::to_string(work_->getSequencenumber()) + ")", msg);
+      throwResult(r, backend_.comm_, work_->label(), msg);
     }
   }
 

@@ -122,8 +122,7 @@ void HcclGoWork::finish() {
   keptCounts_.clear();
 
   // Named only on error: a success builds no text.
-  const std::string what =
-      status == hcclGoSuccess ? std::string() : "hccl_go: " + name_ + " (op #" + std::to_string(seq_) + ")";
+  const std::string what = status == hcclGoSuccess ? std::string() : label();
   std::exception_ptr err = status == hcclGoSuccess ? nullptr : makeOpError(status, what, msg);
   c10::intrusive_ptr<c10::ivalue::Future> future;
   {
@@ -169,8 +168,7 @@ bool HcclGoWork::wait(std::chrono::milliseconds timeout) {
   }
   std::unique_lock<std::mutex> lock(mutex_);
   if (!cv_.wait_until(lock, deadline, [&] { return completed_; })) {
-    C10_THROW_ERROR(DistBackendError, "hccl_go: " + name_ + " (op #" + std::to_string(seq_) +
-                                          ") timed out after " + std::to_string(limit.count()) +
+    C10_THROW_ERROR(DistBackendError, label() + " timed out after " + std::to_string(limit.count()) +
                                           " ms in wait(); the op is still running");
   }
   if (exception_) {

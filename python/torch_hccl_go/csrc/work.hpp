@@ -93,6 +93,10 @@ class HcclGoWork : public c10d::Work {
   const std::string& name() const {
     return name_;
   }
+  // How errors name the op: "hccl_go: all_reduce (op #7)".
+  std::string label() const {
+    return "hccl_go: " + name_ + " (op #" + std::to_string(seq_) + ")";
+  }
 
   // ---- c10d::Work ----
   bool wait(std::chrono::milliseconds timeout = kNoTimeout) override;
