@@ -1,8 +1,8 @@
 // The public C entry points of include/hccl_go.h. Each one enters through
 // HCCL_GO_ENTER: it refuses to run in a forked child (where the Go runtime's
-// threads no longer exist and any call into Go could hang), and keeps the
-// calling thread's Go processor in order (processor.go); then it hands over
-// to its go* implementation in capi_*.go.
+// threads no longer exist and any call into Go could hang), counts the
+// calling thread (maxprocs.go), and keeps its Go processor in order
+// (processor.go); then it hands over to its go* implementation in capi_*.go.
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,16 +11,60 @@
 #include "hccl_go.h"
 #include "_cgo_export.h"
 
-static volatile int hccl_go_forked = 0;
+// What makes an entry point leave its fast path, one bit each, so that every
+// call tests both with one load: the process is a child forked after the
+// library loaded, or a counted thread has exited since Go last looked.
+enum { HCCL_GO_FORKED = 1, HCCL_GO_THREAD_EXITED = 2 };
+static int hccl_go_attention;
+
 static const char hccl_go_fork_msg[] =
     "hccl_go: the library cannot be used in a process forked after it was loaded "
     "(the Go runtime does not survive fork); create the process group in the child "
     "process itself, or use the spawn start method";
 
-static void hccl_go_atfork_child(void) { hccl_go_forked = 1; }
+static void hccl_go_atfork_child(void) { __atomic_fetch_or(&hccl_go_attention, HCCL_GO_FORKED, __ATOMIC_RELAXED); }
 
-__attribute__((constructor)) static void hccl_go_register_atfork(void) {
+static int hccl_go_forked(void) { return __atomic_load_n(&hccl_go_attention, __ATOMIC_RELAXED) & HCCL_GO_FORKED; }
+
+// Calling threads (maxprocs.go): a thread is counted on its first call and
+// uncounted by the destructor of hccl_go_thread_key when it exits. The
+// destructor only touches C atomics: it may run after Go's own thread-exit
+// destructor has released the thread's Go state (runtime.dropm), so calling
+// into Go from it could bind the exiting thread to Go again. Go hears of the
+// exit at the next call into the library (HCCL_GO_THREAD_EXITED).
+static int hccl_go_live_threads;
+static pthread_key_t hccl_go_thread_key;
+static __thread int hccl_go_thread_counted;
+
+static void hccl_go_thread_exit(void* unused) {
+  (void)unused;
+  __atomic_fetch_sub(&hccl_go_live_threads, 1, __ATOMIC_RELAXED);
+  __atomic_fetch_or(&hccl_go_attention, HCCL_GO_THREAD_EXITED, __ATOMIC_RELEASE);
+}
+
+// hccl_go_threads_alive is the number of calling threads alive (for Go).
+__attribute__((visibility("hidden"))) int hccl_go_threads_alive(void) {
+  return __atomic_load_n(&hccl_go_live_threads, __ATOMIC_ACQUIRE);
+}
+
+static void hccl_go_count_thread(void) {
+  hccl_go_thread_counted = 1;
+  // Without the key's value the thread stays counted when it exits, as if
+  // it lived on: GOMAXPROCS is then only higher than needed.
+  pthread_setspecific(hccl_go_thread_key, (void*)1);
+  __atomic_fetch_add(&hccl_go_live_threads, 1, __ATOMIC_RELEASE);
+  goThreadEntered();
+}
+
+static void hccl_go_notice_exits(void) {
+  int was = __atomic_fetch_and(&hccl_go_attention, ~HCCL_GO_THREAD_EXITED, __ATOMIC_ACQUIRE);
+  if (was & HCCL_GO_THREAD_EXITED) goThreadsExited();
+}
+
+__attribute__((constructor)) static void hccl_go_init_entry(void) {
   pthread_atfork(NULL, NULL, hccl_go_atfork_child);
+  // Failure (no keys left) leaves threads counted until the process ends.
+  pthread_key_create(&hccl_go_thread_key, hccl_go_thread_exit);
 }
 
 // The processor refresh of processor.go: nanoseconds between refreshes of a
@@ -28,7 +72,6 @@ __attribute__((constructor)) static void hccl_go_register_atfork(void) {
 // loads; 0: never), and when this thread last refreshed.
 static long long hccl_go_refresh_ns = 2000000;
 static __thread long long hccl_go_refreshed_ns;
-static __thread int hccl_go_thread_counted;  // goThreadEntered ran for this thread
 
 __attribute__((constructor)) static void hccl_go_read_refresh(void) {
   const char* v = getenv("HCCL_GO_REFRESH_MS");
@@ -40,10 +83,6 @@ __attribute__((constructor)) static void hccl_go_read_refresh(void) {
 }
 
 static inline void hccl_go_maybe_refresh(void) {
-  if (!hccl_go_thread_counted) {
-    hccl_go_thread_counted = 1;
-    goThreadEntered();
-  }
   if (hccl_go_refresh_ns <= 0) return;
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -54,12 +93,22 @@ static inline void hccl_go_maybe_refresh(void) {
   }
 }
 
-// Every entry point: refuse in a forked child, count a thread's first call
-// (maxprocs.go), refresh the thread's Go processor when due.
-#define HCCL_GO_ENTER()                        \
-  do {                                               \
-    if (hccl_go_forked) return hcclGoInvalidUsage;   \
-    hccl_go_maybe_refresh();                         \
+static inline int hccl_go_needs_attention(void) {
+  return __builtin_expect(__atomic_load_n(&hccl_go_attention, __ATOMIC_RELAXED) != 0, 0);
+}
+
+// Every entry point: refuse in a forked child, tell Go of exited threads,
+// count a thread's first call (maxprocs.go), refresh the thread's Go
+// processor when due (processor.go). The common case tests two words (the
+// attention bits, whether this thread is counted) and reads the clock.
+#define HCCL_GO_ENTER()                                                    \
+  do {                                                                     \
+    if (hccl_go_needs_attention()) {                                       \
+      if (hccl_go_forked()) return hcclGoInvalidUsage;                     \
+      hccl_go_notice_exits();                                              \
+    }                                                                      \
+    if (!hccl_go_thread_counted) hccl_go_count_thread();                   \
+    hccl_go_maybe_refresh();                                               \
   } while (0)
 
 void hcclGoInvokeCallback(hcclGoCallback_t cb, void* userData, hcclGoWork_t work, hcclGoResult_t status,
@@ -90,7 +139,7 @@ const char* hcclGoGetErrorString(hcclGoResult_t r) {
 
 hcclGoResult_t hcclGoGetLastError(hcclGoComm_t comm, char* buf, size_t len) {
   if (buf == NULL || len == 0) return hcclGoInvalidArgument;
-  if (hccl_go_forked) {
+  if (hccl_go_forked()) {
     strncpy(buf, hccl_go_fork_msg, len - 1);
     buf[len - 1] = 0;
     return hcclGoSuccess;

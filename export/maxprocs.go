@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 )
 
 // The library shares its host process with PyTorch's compute threads, and
@@ -24,9 +25,17 @@ import (
 // (the training loop and one or two completion threads) held them all, and
 // the main job's 1.4-1.6 ms steps took 0.7-0.9 ms with one P to spare
 // (and the processor refresh of processor.go; gloo: 1.1-1.6). So the
-// automatic value keeps one P more than the threads that have called in,
-// even above the host's core count (an idle P costs nothing), and grows
-// with them (C threads are counted by hccl_go.c on their first call).
+// automatic value keeps one P more than the calling threads alive, even
+// above the host's core count. An idle P costs little, but not nothing: the
+// garbage collector runs a quarter of GOMAXPROCS as workers during a cycle.
+// So the value follows the threads both ways. hccl_go.c counts a C thread
+// from its first call until it exits. A thread's first call raises
+// GOMAXPROCS at once. The first call into the library after threads have
+// exited (or a communicator's init) starts a shrink window of shrinkAfter,
+// at whose end GOMAXPROCS comes down to what the most threads alive at once
+// during the window need; another window follows while fewer are alive.
+// Threads that come and go every step (the sparse ops' waiters) so keep it
+// steady: each change stops the world.
 //
 // The policy (process-wide, like GOMAXPROCS):
 //   - HCCL_GO_MAXPROCS=n (n > 0): GOMAXPROCS is n (set when the library
@@ -35,8 +44,8 @@ import (
 //   - unset, empty or "auto": from the first communicator's init on, the
 //     larger of the cores left to each rank on this host (NumCPU / local
 //     ranks, the lowest over the communicators so far: a subgroup with
-//     fewer local ranks keeps it) and the calling threads + 1, at least 2
-//     and at most maxAutoMaxProcs.
+//     fewer local ranks keeps it) and the calling threads alive + 1 (as
+//     above), at least 2 and at most maxAutoMaxProcs.
 const maxProcsVar = "HCCL_GO_MAXPROCS"
 
 // explicitMaxProcs parses HCCL_GO_MAXPROCS: n > 0 to set, 0 to leave the
@@ -86,15 +95,29 @@ func autoMaxProcs(cpus, local int) int {
 	return max(1, cpus/local)
 }
 
+// shrinkAfter is the shrink window: how long GOMAXPROCS keeps room for
+// calling threads that have exited.
+const shrinkAfter = time.Second
+
 // procPolicy is the automatic policy's state. It is process-wide because
 // GOMAXPROCS is: every communicator of the process shares it.
 type procPolicy struct {
-	mu      sync.Mutex
-	cores   int // the lowest cores-per-rank a communicator asked for (0: no communicator yet)
-	threads int // C threads that have called into the library
+	mu        sync.Mutex
+	cores     int  // the lowest cores-per-rank a communicator asked for (0: no communicator yet)
+	sized     int  // the calling threads GOMAXPROCS is sized for
+	peak      int  // the most calling threads alive at once in the shrink window
+	shrinking bool // a shrink window is running
+
+	live       func() int                  // calling threads alive (liveThreads)
+	gomaxprocs func(int) int               // runtime.GOMAXPROCS
+	after      func(time.Duration, func()) // runs f once d has passed
 }
 
-var procs procPolicy
+var procs = procPolicy{
+	live:       liveThreads,
+	gomaxprocs: runtime.GOMAXPROCS,
+	after:      func(d time.Duration, f func()) { time.AfterFunc(d, f) },
+}
 
 // apply records a communicator's cores per rank and sets GOMAXPROCS.
 func (p *procPolicy) apply(cores int) {
@@ -103,24 +126,62 @@ func (p *procPolicy) apply(cores int) {
 	if p.cores == 0 || cores < p.cores {
 		p.cores = cores
 	}
+	live := p.live()
+	p.sawLocked(live)
 	p.setLocked()
+	p.watchLocked(live) // threads may have exited before the first communicator
 }
 
-// threadEntered counts a C thread's first call; under the automatic policy
-// GOMAXPROCS follows.
+// threadEntered follows a C thread's first call: under the automatic policy
+// GOMAXPROCS grows at once.
 func (p *procPolicy) threadEntered() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.threads++
+	p.sawLocked(p.live())
 	if p.cores > 0 {
 		p.setLocked()
 	}
 }
 
+// threadsExited follows the exit of counted threads: a shrink window starts.
+func (p *procPolicy) threadsExited() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.watchLocked(p.live())
+}
+
+// sawLocked records live calling threads alive.
+func (p *procPolicy) sawLocked(live int) {
+	p.sized = max(p.sized, live)
+	p.peak = max(p.peak, live)
+}
+
+// watchLocked starts a shrink window when fewer threads are alive than
+// GOMAXPROCS is sized for, unless one is running.
+func (p *procPolicy) watchLocked(live int) {
+	if p.shrinking || p.cores == 0 || live >= p.sized {
+		return
+	}
+	p.shrinking = true
+	p.peak = live
+	p.after(shrinkAfter, p.endWindow)
+}
+
+// endWindow sizes GOMAXPROCS for the most threads alive at once during the
+// window; if fewer are alive now, the next window starts.
+func (p *procPolicy) endWindow() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.shrinking = false
+	p.sized = p.peak
+	p.setLocked()
+	p.watchLocked(p.live())
+}
+
 func (p *procPolicy) setLocked() {
-	n := wantMaxProcs(p.cores, p.threads)
-	if n != runtime.GOMAXPROCS(0) {
-		runtime.GOMAXPROCS(n) // stops the world briefly: only when the inputs change
+	n := wantMaxProcs(p.cores, p.sized)
+	if n != p.gomaxprocs(0) {
+		p.gomaxprocs(n) // stops the world briefly: only when the inputs change
 	}
 }
 

@@ -26,11 +26,3 @@ import "runtime"
 func goRefreshProcessor() {
 	runtime.Gosched()
 }
-
-// goThreadEntered is called by hccl_go.c on a C thread's first call into
-// the library (maxprocs.go: GOMAXPROCS keeps a P to spare).
-//
-//export goThreadEntered
-func goThreadEntered() {
-	procs.threadEntered()
-}

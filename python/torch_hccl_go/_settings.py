@@ -37,7 +37,8 @@ SETTINGS = _library_settings() + [
         "HCCL_GO_MAXPROCS",
         "auto",
         "Go runtime's GOMAXPROCS: auto, from the first communicator's init, is the larger of cores / ranks "
-        "on this host and the threads that have called into the library + 1 (2 to 32); n sets n; "
+        "on this host and the live threads that have called into the library + 1 (2 to 32), following "
+        "them as they come and go; n sets n; "
         "0 leaves Go's default.",
     ),
     Setting(

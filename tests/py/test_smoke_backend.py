@@ -342,6 +342,66 @@ def test_gomaxprocs_keeps_a_processor_to_spare():
         assert after >= 3 and after >= before
 
 
+def _gomaxprocs_threads_job(ctx) -> tuple[int, int, int]:
+    """GOMAXPROCS (comm_info) before, while and after 40 more threads that each issued a
+    collective are alive: they wait together until the main thread has looked, then exit."""
+    import threading
+
+    import torch.distributed as dist
+    import torch_hccl_go
+
+    def gomaxprocs() -> int:
+        return torch_hccl_go.comm_info()["gomaxprocs"]
+
+    t = torch.ones(2)
+    dist.all_reduce(t)
+    dist.all_reduce(t, async_op=True).get_future().wait()  # a completion thread calls in too
+    before = gomaxprocs()
+
+    n = 40
+    issue = threading.Lock()  # one collective at a time: the ranks' ops pair up in order
+    alive, looked = threading.Barrier(n + 1, timeout=60), threading.Barrier(n + 1, timeout=60)
+
+    def call_and_wait() -> None:
+        x = torch.ones(2)
+        with issue:
+            dist.all_reduce(x)
+        alive.wait()
+        looked.wait()
+
+    threads = [threading.Thread(target=call_and_wait) for _ in range(n)]
+    for th in threads:
+        th.start()
+    alive.wait()
+    during = gomaxprocs()
+    looked.wait()
+    for th in threads:
+        th.join(timeout=60)
+        assert not th.is_alive()
+
+    # Back down once the policy's shrink windows (1 s each) have passed.
+    deadline = time.monotonic() + 30
+    after = gomaxprocs()
+    while after > before and time.monotonic() < deadline:
+        time.sleep(0.05)
+        after = gomaxprocs()
+    return before, during, after
+
+
+def test_gomaxprocs_follows_the_threads_alive():
+    """HCCL_GO_MAXPROCS=auto sizes GOMAXPROCS for the calling threads alive: 40 more threads
+    that have called in raise it to the cap (32), and once they have exited it comes back to
+    what it was before them."""
+    import os
+
+    if os.environ.get("HCCL_GO_MAXPROCS", "auto") not in ("", "auto"):
+        pytest.skip("HCCL_GO_MAXPROCS is set")
+    for before, during, after in run_ranks(_gomaxprocs_threads_job, world_size=2, timeout=120):
+        assert before < 32
+        assert during == 32
+        assert after <= before
+
+
 _EXIT_SCRIPT = """
 import sys, tempfile, torch, torch.distributed as dist
 import torch_hccl_go
