@@ -6,8 +6,8 @@
 // It only translates: C values to Go values, handles to objects, errors to
 // result codes and messages. Everything else lives in pgbackend and below.
 // hccl_go.c holds the public symbols; each enters through HCCL_GO_ENTER
-// (use after fork, the calling thread's Go processor) and then calls the go*
-// function of the same name in capi_*.go.
+// (use after fork, the count of calling threads, the calling thread's Go
+// processor) and then calls the go* function of the same name in capi_*.go.
 package main
 
 import (
