@@ -56,10 +56,16 @@ def host_id() -> str:
 def store_host(store) -> str:
     """The host this rank reaches the rendezvous store at: the TCPStore's host
     under any PrefixStores, else MASTER_ADDR, else "" (a FileStore)."""
-    seen = 0
-    while hasattr(store, "underlying_store") and seen < 16:
-        store, seen = store.underlying_store, seen + 1
-    host = getattr(store, "host", None)
+    host = None
+    try:
+        for _ in range(16):  # PrefixStores nest once per group level
+            inner = getattr(store, "underlying_store", None)
+            if inner is None:
+                break
+            store = inner
+        host = getattr(store, "host", None)
+    except Exception:  # noqa: BLE001 - a Store of another kind: fall back to MASTER_ADDR
+        host = None
     if not isinstance(host, str) or not host:
         host = os.environ.get("MASTER_ADDR", "")
     return host.strip().removeprefix("[").removesuffix("]")

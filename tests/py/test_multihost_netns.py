@@ -2,8 +2,10 @@
 no hccl_go setting but HCCL_GO_HOST_ID: MASTER_ADDR points into the first namespace, and
 each rank publishes the address of its route there (pgbackend/listen.go).
 
-Needs root (ip netns add); skips, saying why, without it. The namespaces carry a random
-prefix and are deleted at the end; their addresses (10.199.0.0/16) exist only inside them.
+The namespace tests need root (ip netns add) and skip, saying why, without it. The
+namespaces carry a random prefix and are deleted at the end; their addresses
+(10.199.0.0/16) exist only inside them. Hold `flock /tmp/netns.lock` when running them
+beside other namespace tests.
 """
 
 from __future__ import annotations
@@ -118,3 +120,20 @@ def test_loopback_across_hosts_fails_every_rank(two_hosts):
     for rank, (code, out) in enumerate(results):
         assert code != 0, f"rank {rank} succeeded:\n{out[-3000:]}"
         assert "rank 0 publishes 127.0.0.1:" in out and "HCCL_GO_SOCKET_IFNAME" in out, f"rank {rank}:\n{out[-3000:]}"
+
+
+@pytest.mark.skipif(BACKEND != "hccl_go", reason="hccl_go's rendezvous")
+def test_store_host_is_found_under_prefix_stores(tmp_path, monkeypatch):
+    """The host each rank routes to: the TCPStore's under any PrefixStores, else MASTER_ADDR
+    (brackets dropped), else none."""
+    import torch.distributed as dist
+
+    from torch_hccl_go._rendezvous import store_host
+
+    monkeypatch.setenv("MASTER_ADDR", "[fd99::1]")
+    server = dist.TCPStore("127.0.0.1", 0, 1, True, wait_for_workers=False)
+    assert store_host(dist.PrefixStore("group", dist.PrefixStore("default_pg", server))) == "127.0.0.1"
+    files = dist.FileStore(str(tmp_path / "store"), 1)
+    assert store_host(dist.PrefixStore("group", files)) == "fd99::1"
+    monkeypatch.delenv("MASTER_ADDR")
+    assert store_host(files) == ""

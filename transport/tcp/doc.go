@@ -9,7 +9,8 @@
 // secret by HMAC-SHA256 over fresh nonces; the secret never crosses the
 // wire. A connection that fails the handshake (a stranger, garbage, another
 // version, another job, a duplicate) is closed and logged without failing the
-// setup. Connect returns when every link is up, or fails with a
+// setup; one closed before it sends a byte (a peer's reachability probe) is
+// closed without a log line. Connect returns when every link is up, or fails with a
 // *transport.PeerError naming a missing peer after ConnectTimeout; sooner,
 // with ErrUnreachable, when a peer's address takes no TCP connection for
 // UnreachableTimeout (its listener was open before the address was
