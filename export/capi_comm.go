@@ -56,6 +56,38 @@ func goListen(bindAddr *C.char, listener *C.hcclGoListener_t, addr *C.char, addr
 	if err != nil {
 		return fail(nil, err)
 	}
+	return handOutListener(l, listener, addr, addrLen)
+}
+
+//export goListenRank
+func goListenRank(nranks, rank C.int, hostIDs **C.char, storeHost, options *C.char, listener *C.hcclGoListener_t, addr *C.char, addrLen C.size_t) (rc C.hcclGoResult_t) {
+	defer recoverPanic(&rc)
+	if listener == nil || addr == nil || addrLen == 0 {
+		return fail(nil, invalid("hcclGoListenRank: listener and addr must not be NULL"))
+	}
+	if nranks < 1 || rank < 0 || rank >= nranks {
+		return fail(nil, invalid("hcclGoListenRank: rank %d out of range for %d ranks", int(rank), int(nranks)))
+	}
+	cfg, err := pgbackend.ConfigFrom(cGetenv)
+	if err == nil && options != nil {
+		err = cfg.ApplyOptions(C.GoString(options))
+	}
+	if err != nil {
+		return fail(nil, invalid("hcclGoListenRank: %v", err))
+	}
+	h := pgbackend.ListenHints{Rank: int(rank), HostIDs: cStrings(hostIDs, int(nranks))}
+	if storeHost != nil {
+		h.StoreHost = C.GoString(storeHost)
+	}
+	l, err := pgbackend.ListenRank(cfg, h)
+	if err != nil {
+		return fail(nil, err)
+	}
+	return handOutListener(l, listener, addr, addrLen)
+}
+
+// handOutListener registers l and writes its handle and address for C.
+func handOutListener(l *tcp.Listener, listener *C.hcclGoListener_t, addr *C.char, addrLen C.size_t) C.hcclGoResult_t {
 	a := l.Addr()
 	if int(addrLen) <= len(a) {
 		l.Close()

@@ -157,6 +157,12 @@ hcclGoResult_t hcclGoListen(const char* bindAddr, hcclGoListener_t* listener, ch
   return goListen((char*)bindAddr, listener, addr, addrLen);
 }
 
+hcclGoResult_t hcclGoListenRank(int nranks, int rank, const char* const* hostIds, const char* storeHost,
+                                const char* options, hcclGoListener_t* listener, char* addr, size_t addrLen) {
+  HCCL_GO_ENTER();
+  return goListenRank(nranks, rank, (char**)hostIds, (char*)storeHost, (char*)options, listener, addr, addrLen);
+}
+
 hcclGoResult_t hcclGoListenerClose(hcclGoListener_t listener) {
   HCCL_GO_ENTER();
   return goListenerClose(listener);

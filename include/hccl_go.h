@@ -105,21 +105,39 @@ hcclGoResult_t hcclGoGetConfig(char* buf, size_t len);
 
 /* ---- Communicator setup ---------------------------------------------- */
 
-/* Opens this rank's listening socket before the rendezvous. bindAddr is
- * "host:port" (port 0 for any), or NULL/"" for the default chosen from
- * HCCL_GO_SOCKET_IFNAME / the host's address. The address peers should dial
- * is written to addr (NUL-terminated, at most addrLen bytes). */
+/* Opens this rank's listening socket, to be opened after the ranks have
+ * exchanged their host ids and before they exchange addresses. hostIds[i]
+ * identifies rank i's host (may be NULL: unknown); storeHost is the host this
+ * rank reaches the rendezvous store at (MASTER_ADDR; NULL or "" when
+ * unknown); options is as for hcclGoCommInitRank (listen_addr,
+ * socket_ifname; NULL for HCCL_GO_* variables and defaults). The address is
+ * HCCL_GO_LISTEN_ADDR, else one of the interface HCCL_GO_SOCKET_IFNAME
+ * selects, else loopback when every rank is on this host, else the local
+ * address of the route to storeHost, else the first address of an interface
+ * that is up and not loopback. The address peers should dial is written to
+ * addr (NUL-terminated, at most addrLen bytes; IPv6 as "[addr]:port"). */
+hcclGoResult_t hcclGoListenRank(int nranks, int rank, const char* const* hostIds, const char* storeHost,
+                                const char* options, hcclGoListener_t* listener, char* addr, size_t addrLen);
+/* Opens a listening socket for a communicator whose ranks all share this
+ * host. bindAddr is "host:port" (port 0 for any), or NULL/"" for
+ * HCCL_GO_LISTEN_ADDR / HCCL_GO_SOCKET_IFNAME, else loopback. The address
+ * peers should dial is written to addr (NUL-terminated, at most addrLen
+ * bytes). */
 hcclGoResult_t hcclGoListen(const char* bindAddr, hcclGoListener_t* listener, char* addr, size_t addrLen);
 /* Closes a listener that was not handed to hcclGoCommInitRank. */
 hcclGoResult_t hcclGoListenerClose(hcclGoListener_t listener);
 
 /* Creates a communicator of nranks ranks, this one being rank. peerAddrs[i]
- * is the address rank i published (from its hcclGoListen); hostIds[i]
+ * is the address rank i published (from its hcclGoListenRank); hostIds[i]
  * identifies rank i's host (for shared memory; may be NULL). secret is the
  * job's shared secret used in every connection handshake (NUL-terminated,
  * may be empty). options is "key=value;key=value" with keys such as
  * timeout_ms, algo, transport, compression (NULL for defaults and
- * HCCL_GO_* environment variables). The listener is consumed. */
+ * HCCL_GO_* environment variables). The listener is consumed. Every rank
+ * fails at once when a rank publishes a loopback address while a rank on
+ * another host publishes a network address, and within
+ * HCCL_GO_UNREACHABLE_MS when a peer's address takes no connections; the
+ * message names the rank and the address. */
 hcclGoResult_t hcclGoCommInitRank(hcclGoComm_t* comm, int nranks, int rank, hcclGoListener_t listener,
                                   const char* const* peerAddrs, const char* const* hostIds,
                                   const char* secret, const char* options);

@@ -37,6 +37,7 @@ type Communicator struct {
 	cfg        Config
 	ep         transport.Endpoint
 	transports []string // per peer: "self", "shm", "tcp", "inproc"
+	addrs      []string // per rank: the address it published (nil when built by New)
 	globalNote string   // suffix of op errors of a subgroup (globalranks.go)
 
 	// ctx is cancelled by Abort, or when the communicator fails (its

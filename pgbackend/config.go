@@ -20,13 +20,19 @@ type Config struct {
 	Timeout time.Duration
 	// ConnectTimeout bounds connection set-up at init.
 	ConnectTimeout time.Duration
+	// UnreachableTimeout bounds how long init keeps trying a peer's
+	// advertised address while it takes no TCP connection (tcp.Config).
+	UnreachableTimeout time.Duration
 	// Algo overrides the algorithm per collective ("allreduce" -> "ring").
 	Algo map[string]collectives.Algorithm
 	// Transport is "auto", "shm" or "tcp".
 	Transport string
-	// SocketIfname names the network interface to listen on ("" = loopback
-	// or the host's default address).
+	// SocketIfname selects the network interface to listen on, NCCL-style
+	// (ifname.go); "": chosen by ListenRank (listen.go).
 	SocketIfname string
+	// ListenAddr is the "host:port" to listen on; it overrides SocketIfname
+	// (a wildcard host listens on every interface, see listen.go).
+	ListenAddr string
 	// StreamsPerPeer is the number of TCP connections per peer.
 	StreamsPerPeer int
 	// ChunkBytes is the pipelining unit of ring/chain algorithms (0 = default).
@@ -82,12 +88,16 @@ var Vars = []Var{
 		func(c *Config, v string) error { return setMillis(&c.Timeout, v) }},
 	{"HCCL_GO_CONNECT_TIMEOUT_MS", "120000", "Timeout of connection set-up at init in ms.",
 		func(c *Config, v string) error { return setMillis(&c.ConnectTimeout, v) }},
+	{"HCCL_GO_UNREACHABLE_MS", "5000", "How long in ms init keeps trying a peer's advertised address while it refuses connections, is unreachable or does not answer, before failing with an error that names the address (a rank's listener is open before its address is published, so this is never a slow start; a peer that answers but starts late is waited for up to HCCL_GO_CONNECT_TIMEOUT_MS).",
+		func(c *Config, v string) error { return setMillis(&c.UnreachableTimeout, v) }},
 	{"HCCL_GO_ALGO", "", "Algorithm override: `ring`, `rd`, `hd`, `hier` (all_reduce), or per op `allreduce=hier,allgather=ring,broadcast=chain` (`hier` also applies to all_gather, reduce_scatter and broadcast; rings and chains follow the topology's ring).",
 		func(c *Config, v string) error { return parseAlgo(c, v) }},
 	{"HCCL_GO_TRANSPORT", "auto", "`auto` (shared memory within a host, TCP across), `shm`, or `tcp`.",
 		func(c *Config, v string) error { return setEnum(&c.Transport, v, "auto", "shm", "tcp") }},
-	{"HCCL_GO_SOCKET_IFNAME", "", "Network interface to listen on (default: loopback for single-host jobs).",
-		func(c *Config, v string) error { c.SocketIfname = v; return nil }},
+	{"HCCL_GO_SOCKET_IFNAME", "", "Network interface to listen on, as NCCL_SOCKET_IFNAME: a name prefix (`eth`), an exact name (`=eth0`), a comma-separated list of either, or a list to exclude (`^docker,lo`). Default: loopback when every rank is on this host, else the local address of the route to the rendezvous store's host (MASTER_ADDR), else the first address of an interface that is up and not loopback, docker or virbr.",
+		func(c *Config, v string) error { return setIfname(c, v) }},
+	{"HCCL_GO_LISTEN_ADDR", "", "`host:port` to listen on (port 0: any free port; `[v6]:port` for IPv6); overrides HCCL_GO_SOCKET_IFNAME. A wildcard host (`0.0.0.0:0`, `[::]:0`) accepts on every interface and publishes the address chosen as without it.",
+		func(c *Config, v string) error { return setListenAddr(c, v) }},
 	{"HCCL_GO_STREAMS_PER_PEER", "1", "TCP connections per peer; large messages are striped across them.",
 		func(c *Config, v string) error { return setInt(&c.StreamsPerPeer, v, 1, 64) }},
 	{"HCCL_GO_CHUNK_BYTES", "0", "Pipelining chunk of ring/chain algorithms in bytes (0: the library's default).",

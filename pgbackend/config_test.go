@@ -36,6 +36,15 @@ func TestConfigSources(t *testing.T) {
 				assert.Equal(t, collectives.RecursiveDoubling, c.AlgoFor("allreduce"))
 				assert.Equal(t, collectives.Tree, c.AlgoFor("broadcast"))
 			}},
+		{name: "network settings", env: map[string]string{"HCCL_GO_SOCKET_IFNAME": "^docker,lo", "HCCL_GO_UNREACHABLE_MS": "2000"}, options: "listen_addr=[::]:0",
+			check: func(t *testing.T, c Config) {
+				assert.Equal(t, "^docker,lo", c.SocketIfname)
+				assert.Equal(t, "[::]:0", c.ListenAddr)
+				assert.Equal(t, 2*time.Second, c.UnreachableTimeout)
+			}},
+		{name: "default unreachable timeout", check: func(t *testing.T, c Config) { assert.Equal(t, 5*time.Second, c.UnreachableTimeout) }},
+		{name: "bad ifname", options: "socket_ifname=^", wantErr: "interface names"},
+		{name: "bad listen addr", env: map[string]string{"HCCL_GO_LISTEN_ADDR": "10.0.0.1"}, wantErr: "want host:port"},
 		{name: "bad env value", env: map[string]string{"HCCL_GO_TIMEOUT_MS": "soon"}, wantErr: "HCCL_GO_TIMEOUT_MS"},
 		{name: "bad transport", env: map[string]string{"HCCL_GO_TRANSPORT": "carrier-pigeon"}, wantErr: "auto|shm|tcp"},
 		{name: "unknown option", options: "colour=blue", wantErr: `unknown option "colour"`},

@@ -5,8 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"net"
-	"strings"
 
 	"github.com/hccl-go/hccl-go/collectives/intra"
 	"github.com/hccl-go/hccl-go/transport"
@@ -15,42 +13,6 @@ import (
 	"github.com/hccl-go/hccl-go/transport/shm"
 	"github.com/hccl-go/hccl-go/transport/tcp"
 )
-
-// Listen opens this rank's listening socket, on the interface the config
-// names (HCCL_GO_SOCKET_IFNAME) or on loopback. Its Addr is what the rank
-// publishes in the rendezvous.
-func Listen(cfg Config) (*tcp.Listener, error) {
-	host := "127.0.0.1"
-	if cfg.SocketIfname != "" {
-		ip, err := interfaceIPv4(cfg.SocketIfname)
-		if err != nil {
-			return nil, fmt.Errorf("listen: HCCL_GO_SOCKET_IFNAME=%s: %w", cfg.SocketIfname, err)
-		}
-		host = ip
-	}
-	l, err := tcp.Listen(net.JoinHostPort(host, "0"))
-	if err != nil {
-		return nil, fmt.Errorf("listen on %s: %w", host, err)
-	}
-	return l, nil
-}
-
-func interfaceIPv4(name string) (string, error) {
-	ifc, err := net.InterfaceByName(name)
-	if err != nil {
-		return "", err
-	}
-	addrs, err := ifc.Addrs()
-	if err != nil {
-		return "", err
-	}
-	for _, a := range addrs {
-		if ipn, ok := a.(*net.IPNet); ok && ipn.IP.To4() != nil {
-			return ipn.IP.String(), nil
-		}
-	}
-	return "", fmt.Errorf("interface %s has no IPv4 address", name)
-}
 
 // Rendezvous is what every rank learned about the others through the
 // launcher's store.
@@ -78,6 +40,10 @@ func connect(ctx context.Context, l *tcp.Listener, rv Rendezvous, cfg Config) (*
 		l.Close()
 		return nil, fmt.Errorf("init: %w: option global_ranks lists %d ranks for %d", ErrInvalidArgument, len(cfg.GlobalRanks), size)
 	}
+	if err := checkAdvertised(rv); err != nil {
+		l.Close()
+		return nil, fmt.Errorf("init rank %d of %d: %w", rv.Rank, size, err)
+	}
 	ctx, cancel := context.WithTimeout(ctx, cfg.ConnectTimeout)
 	defer cancel()
 	local, err := shmPeers(rv, cfg)
@@ -88,13 +54,14 @@ func connect(ctx context.Context, l *tcp.Listener, rv Rendezvous, cfg Config) (*
 	// TCP links every pair; peers on this host then take the shared-memory
 	// route instead (the TCP link stays as the path of last resort).
 	tcpEP, err := tcp.Connect(ctx, l, rv.Rank, rv.Addrs, tcp.Config{
-		Secret:         rv.Secret,
-		StreamsPerPeer: cfg.StreamsPerPeer,
-		ConnectTimeout: cfg.ConnectTimeout,
-		Logf:           tcpLogf, // refused strangers and failed links
+		Secret:             rv.Secret,
+		StreamsPerPeer:     cfg.StreamsPerPeer,
+		ConnectTimeout:     cfg.ConnectTimeout,
+		UnreachableTimeout: cfg.UnreachableTimeout,
+		Logf:               tcpLogf, // refused strangers and failed links
 	})
 	if err != nil {
-		return nil, fmt.Errorf("init rank %d of %d: %w%s", rv.Rank, size, err, loopbackHint(rv))
+		return nil, fmt.Errorf("init rank %d of %d: %w%s", rv.Rank, size, err, connectAdvice(rv, err))
 	}
 	kinds := make([]string, size)
 	for i := range kinds {
@@ -172,19 +139,4 @@ func jobID(rv Rendezvous) string {
 		h.Write([]byte{0})
 	}
 	return hex.EncodeToString(h.Sum(nil))[:16]
-}
-
-// loopbackHint explains a failed connection between ranks on different
-// hosts that advertise loopback addresses (HCCL_GO_SOCKET_IFNAME unset).
-// Emulated hosts on one machine legitimately do that, so it is only a hint.
-func loopbackHint(rv Rendezvous) string {
-	if rv.HostIDs == nil {
-		return ""
-	}
-	for i, a := range rv.Addrs {
-		if rv.HostIDs[i] != rv.HostIDs[rv.Rank] && strings.HasPrefix(a, "127.") {
-			return fmt.Sprintf(" (rank %d is on another host but advertises loopback address %s: set HCCL_GO_SOCKET_IFNAME on every rank)", i, a)
-		}
-	}
-	return ""
 }

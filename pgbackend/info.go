@@ -12,6 +12,7 @@ type Info struct {
 	Rank           int               `json:"rank"`
 	Size           int               `json:"size"`
 	Transports     []string          `json:"transports"` // per peer
+	Addrs          []string          `json:"addrs"`      // per rank: the address it published
 	TimeoutMs      int64             `json:"timeout_ms"`
 	Algo           map[string]string `json:"algo_override"`
 	StreamsPerPeer int               `json:"streams_per_peer"`
@@ -29,7 +30,7 @@ func (c *Communicator) Info() Info {
 		algo[op] = string(a)
 	}
 	return Info{
-		Rank: c.rank, Size: c.size, Transports: c.transports,
+		Rank: c.rank, Size: c.size, Transports: c.transports, Addrs: c.addrs,
 		TimeoutMs: c.cfg.Timeout.Milliseconds(), Algo: algo,
 		StreamsPerPeer: c.cfg.StreamsPerPeer, ChunkBytes: c.cfg.ChunkBytes,
 		Sequence: c.seq.Load(), GoMaxProcs: runtime.GOMAXPROCS(0),

@@ -114,6 +114,7 @@ func Connect(ctx context.Context, l *tcp.Listener, rv Rendezvous, cfg Config) (*
 		return nil, fmt.Errorf("init rank %d of %d: topology: %w", rv.Rank, len(rv.Addrs), err)
 	}
 	c.topo = t
+	c.addrs = rv.Addrs
 	return c, nil
 }
 

@@ -31,7 +31,7 @@ def create_backend(dist_opts, pg_options) -> _C.HcclGoBackend:
         options += ";global_ranks=" + ",".join(str(r) for r in global_ranks)
     torch_recorder = _choose_flight_recorder()
     stream = resolve_stream(opts.stream)  # checked before the rendezvous
-    peers = exchange(dist_opts.store, rank, size, opts.listen_addr or "")
+    peers = exchange(dist_opts.store, rank, size, options)
     backend = _C.HcclGoBackend(
         rank,
         size,

@@ -26,7 +26,8 @@ class Options:
     algo: str | None = None
     # "auto", "shm" or "tcp" (HCCL_GO_TRANSPORT).
     transport: str | None = None
-    # Network interface to listen on (HCCL_GO_SOCKET_IFNAME).
+    # Network interface to listen on, NCCL-style: "eth", "=eth0", "^docker,lo"
+    # (HCCL_GO_SOCKET_IFNAME).
     socket_ifname: str | None = None
     # TCP connections per peer (HCCL_GO_STREAMS_PER_PEER).
     streams_per_peer: int | None = None
@@ -36,7 +37,9 @@ class Options:
     compression: str | None = None
     # Log level, "WARN" or "INFO" (HCCL_GO_DEBUG).
     debug: str | None = None
-    # "host:port" to listen on; default: chosen by the library.
+    # "host:port" to listen on ("[v6]:port"; port 0: any; a wildcard host
+    # listens everywhere and publishes the address chosen as without it);
+    # default: chosen by the library (HCCL_GO_LISTEN_ADDR).
     listen_addr: str | None = None
     # Library stream of the group's collectives: "default", "high" (high
     # priority) or an index below HCCL_GO_STREAMS (HCCL_GO_STREAM; see
@@ -54,7 +57,16 @@ class Options:
         pairs: dict[str, str] = {"timeout_ms": str(_millis(self.effective_timeout(group_timeout)))}
         if self.connect_timeout is not None:
             pairs["connect_timeout_ms"] = str(_millis(self.connect_timeout))
-        for key in ("algo", "transport", "socket_ifname", "streams_per_peer", "chunk_bytes", "compression", "debug"):
+        for key in (
+            "algo",
+            "transport",
+            "socket_ifname",
+            "listen_addr",
+            "streams_per_peer",
+            "chunk_bytes",
+            "compression",
+            "debug",
+        ):
             value = getattr(self, key)
             if value is not None:
                 pairs[key] = str(value)

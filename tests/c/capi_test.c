@@ -202,6 +202,14 @@ int main(int argc, char** argv) {
     expectError(hcclGoCommInitRank(&bad, nranks, nranks + 1, l2, (const char* const*)addrs, NULL, "", NULL),
                 hcclGoInvalidArgument, 0, "rank");
     OK(hcclGoListenerClose(l2));
+    /* hcclGoListenRank: ranks that share a host listen on loopback; a bad setting is refused. */
+    const char* oneHost[64];
+    for (int i = 0; i < nranks; i++) oneHost[i] = "one-host";
+    OK(hcclGoListenRank(nranks, rank, oneHost, "127.0.0.1", NULL, &l2, a2, sizeof a2));
+    CHECK(strncmp(a2, "127.0.0.1:", 10) == 0, "hcclGoListenRank on one host: %s", a2);
+    OK(hcclGoListenerClose(l2));
+    expectError(hcclGoListenRank(nranks, rank, oneHost, NULL, "listen_addr=nowhere", &l2, a2, sizeof a2),
+                hcclGoInvalidArgument, 0, "listen_addr");
 
     float one = 1;
     OK(hcclGoAllReduce(&one, &one, 1, hcclGoFloat32, hcclGoSum, 0, comm, 0, &w));

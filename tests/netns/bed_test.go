@@ -70,9 +70,15 @@ func (b *bed) ns(name string) string { return b.prefix + name }
 // run runs a command and fails the test on error.
 func (b *bed) run(args ...string) {
 	b.t.Helper()
-	if out, err := exec.Command(args[0], args[1:]...).CombinedOutput(); err != nil {
+	if out, err := b.cmd(args...); err != nil {
 		b.t.Fatalf("%s: %v: %s", strings.Join(args, " "), err, out)
 	}
+}
+
+// cmd runs a command and returns its output.
+func (b *bed) cmd(args ...string) (string, error) {
+	out, err := exec.Command(args[0], args[1:]...).CombinedOutput()
+	return strings.TrimSpace(string(out)), err
 }
 
 // addHost creates namespace name with loopback up.

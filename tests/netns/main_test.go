@@ -33,18 +33,27 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// placement is where a rank runs: its namespace, extra environment, and
-// listen address ("" = HCCL_GO_SOCKET_IFNAME from env).
+// placement is where a rank runs: its namespace, extra environment, the
+// host it reaches the rendezvous store at (StoreHost, as MASTER_ADDR) and,
+// to emulate a wrong address, a host to publish instead of its listener's
+// (Advertise).
 type placement struct {
-	NS   string
-	Env  []string
-	Bind string
+	NS        string
+	Env       []string
+	StoreHost string
+	Advertise string
 }
 
-// launch runs one rank process per placement through the variants and
-// returns each variant's results by rank. It fails the test, with the
-// ranks' logs, when a rank fails or the timeout passes.
-func launch(t *testing.T, b *bed, dir string, places []placement, variants []variant, timeout time.Duration) map[string][]rankResult {
+// outcome is how one rank process ended.
+type outcome struct {
+	Err     error // nil: exited 0
+	Log     string
+	Elapsed time.Duration
+}
+
+// run starts one rank process per placement through the variants and
+// waits for all of them (at most timeout; then they are killed).
+func run(t *testing.T, b *bed, dir string, places []placement, variants []variant, timeout time.Duration) []outcome {
 	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
@@ -53,15 +62,16 @@ func launch(t *testing.T, b *bed, dir string, places []placement, variants []var
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	deadline, _ := ctx.Deadline()
-	errs := make([]error, len(places))
+	out := make([]outcome, len(places))
 	var wg sync.WaitGroup
 	for r, pl := range places {
-		spec, err := json.Marshal(rankSpec{Dir: dir, Rank: r, Size: len(places), Bind: pl.Bind,
+		spec, err := json.Marshal(rankSpec{Dir: dir, Rank: r, Size: len(places), StoreHost: pl.StoreHost, Advertise: pl.Advertise,
 			Secret: b.prefix, Variants: variants, Deadline: deadline.Add(-time.Second)})
 		if err != nil {
 			t.Fatal(err)
 		}
-		logf, err := os.Create(filepath.Join(dir, fmt.Sprintf("rank%d.log", r)))
+		logPath := filepath.Join(dir, fmt.Sprintf("rank%d.log", r))
+		logf, err := os.Create(logPath)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -69,22 +79,31 @@ func launch(t *testing.T, b *bed, dir string, places []placement, variants []var
 		cmd.Env = append(append(os.Environ(), rankEnv+"="+string(spec)), pl.Env...)
 		cmd.Stdout, cmd.Stderr = logf, logf
 		cmd.WaitDelay = 5 * time.Second
+		start := time.Now()
 		if err := cmd.Start(); err != nil {
 			t.Fatalf("rank %d: %v", r, err)
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer logf.Close()
-			errs[r] = cmd.Wait()
-		}()
+		wg.Go(func() {
+			out[r].Err = cmd.Wait()
+			out[r].Elapsed = time.Since(start)
+			_ = logf.Close()
+			out[r].Log = tail(logPath, 3000)
+		})
 	}
 	wg.Wait()
+	return out
+}
+
+// launch runs the ranks through the variants and returns each variant's
+// results by rank. It fails the test, with the ranks' logs, when a rank
+// fails or the timeout passes.
+func launch(t *testing.T, b *bed, dir string, places []placement, variants []variant, timeout time.Duration) map[string][]rankResult {
+	t.Helper()
 	failed := false
-	for r, err := range errs {
-		if err != nil {
+	for r, o := range run(t, b, dir, places, variants, timeout) {
+		if o.Err != nil {
 			failed = true
-			t.Errorf("rank %d: %v\n%s", r, err, tail(filepath.Join(dir, fmt.Sprintf("rank%d.log", r)), 3000))
+			t.Errorf("rank %d: %v\n%s", r, o.Err, o.Log)
 		}
 	}
 	if failed {

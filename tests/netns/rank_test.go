@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,7 +16,6 @@ import (
 	"github.com/hccl-go/hccl-go/collectives/reduce"
 	"github.com/hccl-go/hccl-go/pgbackend"
 	"github.com/hccl-go/hccl-go/topo"
-	"github.com/hccl-go/hccl-go/transport/tcp"
 )
 
 // A rank is this test binary run again inside a namespace (ip netns exec),
@@ -24,13 +24,14 @@ const rankEnv = "HCCL_GO_NETNS_RANK"
 
 // rankSpec is one rank process's orders.
 type rankSpec struct {
-	Dir      string // shared: rendezvous files and results
-	Rank     int
-	Size     int
-	Bind     string // listen address ("" = pgbackend.Listen: HCCL_GO_SOCKET_IFNAME)
-	Secret   string
-	Variants []variant
-	Deadline time.Time
+	Dir       string // shared: rendezvous files and results
+	Rank      int
+	Size      int
+	StoreHost string // the rendezvous store's host, as MASTER_ADDR ("": a file store)
+	Advertise string // host to publish instead of the listener's ("": the listener's)
+	Secret    string
+	Variants  []variant
+	Deadline  time.Time
 }
 
 // variant is one communicator the ranks build, one after the other, and
@@ -46,6 +47,7 @@ type variant struct {
 type rankResult struct {
 	Variant    string
 	Rank       int
+	Addrs      []string // what the ranks published
 	Transports []string
 	Source     string
 	ProbeMs    float64
@@ -83,21 +85,27 @@ func runVariant(ctx context.Context, spec rankSpec, vi int, v variant) error {
 	if err := cfg.ApplyOptions(v.Options); err != nil {
 		return err
 	}
-	var l *tcp.Listener
-	if spec.Bind != "" {
-		l, err = tcp.Listen(spec.Bind)
-	} else {
-		l, err = pgbackend.Listen(cfg)
-	}
-	if err != nil {
-		return err
-	}
+	// As torch_hccl_go's rendezvous: host ids first, then the listener
+	// (whose address depends on them), then the addresses.
 	host, err := topo.LocalIdentity()
 	if err != nil {
-		l.Close()
 		return err
 	}
-	addrs, hosts, err := fileRendezvous(ctx, filepath.Join(spec.Dir, fmt.Sprintf("rv%d", vi)), spec.Rank, spec.Size, l.Addr(), host)
+	rv := filepath.Join(spec.Dir, fmt.Sprintf("rv%d", vi))
+	hosts, err := fileGather(ctx, filepath.Join(rv, "host"), spec.Rank, spec.Size, host)
+	if err != nil {
+		return err
+	}
+	l, err := pgbackend.ListenRank(cfg, pgbackend.ListenHints{Rank: spec.Rank, HostIDs: hosts, StoreHost: spec.StoreHost})
+	if err != nil {
+		return err
+	}
+	addr := l.Addr()
+	if spec.Advertise != "" {
+		_, port, _ := net.SplitHostPort(addr)
+		addr = net.JoinHostPort(spec.Advertise, port)
+	}
+	addrs, err := fileGather(ctx, filepath.Join(rv, "addr"), spec.Rank, spec.Size, addr)
 	if err != nil {
 		l.Close()
 		return err
@@ -107,6 +115,7 @@ func runVariant(ctx context.Context, spec rankSpec, vi int, v variant) error {
 		return err
 	}
 	res, err := measure(c, v, cfg)
+	res.Addrs = addrs
 	if derr := c.Destroy(); err == nil {
 		err = derr
 	}
@@ -198,39 +207,34 @@ func checkSum(buf []byte, p int) error {
 	return nil
 }
 
-// fileRendezvous publishes this rank's address and host in dir and waits
-// for every rank's (the namespaces share the file system, not a network).
-func fileRendezvous(ctx context.Context, dir string, rank, size int, addr, host string) (addrs, hosts []string, err error) {
+// fileGather publishes this rank's value in dir and waits for every
+// rank's (the namespaces share the file system, not a network).
+func fileGather(ctx context.Context, dir string, rank, size int, value string) ([]string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	data, _ := json.Marshal([2]string{addr, host})
-	if err := writeAtomic(filepath.Join(dir, fmt.Sprint(rank)), data); err != nil {
-		return nil, nil, err
+	if err := writeAtomic(filepath.Join(dir, fmt.Sprint(rank)), []byte(value)); err != nil {
+		return nil, err
 	}
-	addrs, hosts = make([]string, size), make([]string, size)
+	values := make([]string, size)
 	for r := range size {
 		for {
 			data, err := os.ReadFile(filepath.Join(dir, fmt.Sprint(r)))
 			if err == nil {
-				var e [2]string
-				if err := json.Unmarshal(data, &e); err != nil {
-					return nil, nil, err
-				}
-				addrs[r], hosts[r] = e[0], e[1]
+				values[r] = string(data)
 				break
 			}
 			if !errors.Is(err, os.ErrNotExist) {
-				return nil, nil, err
+				return nil, err
 			}
 			select {
 			case <-ctx.Done():
-				return nil, nil, fmt.Errorf("rendezvous: rank %d never published: %w", r, ctx.Err())
+				return nil, fmt.Errorf("rendezvous %s: rank %d never published: %w", dir, r, ctx.Err())
 			case <-time.After(5 * time.Millisecond):
 			}
 		}
 	}
-	return addrs, hosts, nil
+	return values, nil
 }
 
 func writeAtomic(path string, data []byte) error {

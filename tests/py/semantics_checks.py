@@ -370,6 +370,36 @@ def check_collective_inside_then_callback(ctx) -> None:
     assert torch.all(box[0] == 2 * ctx.world_size), f"got {box[0].tolist()}"
 
 
+def check_listen_options(ctx) -> list[str]:
+    """Options(listen_addr=...) and Options(socket_ifname=...) reach the group's listener: a
+    group listens where listen_addr says (IPv6 loopback when the host has it, else IPv4), and a
+    socket_ifname that selects no interface fails the creation on every rank, naming it."""
+    if ctx.backend != "hccl_go":
+        return ["hccl_go's own options"]
+    import socket
+
+    import torch_hccl_go
+
+    try:
+        socket.create_server(("::1", 0), family=socket.AF_INET6).close()
+        host, want = "[::1]", "[::1]:"
+    except OSError:
+        host, want = "127.0.0.2", "127.0.0.2:"
+    group = dist.new_group(backend="hccl_go", pg_options=torch_hccl_go.Options(listen_addr=f"{host}:0"))
+    addrs = torch_hccl_go.comm_info(group)["addrs"]
+    assert len(addrs) == ctx.world_size and all(a.startswith(want) for a in addrs), addrs
+    t = torch.ones(8)
+    dist.all_reduce(t, group=group)
+    assert torch.all(t == ctx.world_size)
+    dist.destroy_process_group(group)
+    msg = _expect_error(
+        "socket_ifname naming no interface",
+        lambda: dist.new_group(backend="hccl_go", pg_options=torch_hccl_go.Options(socket_ifname="=nonexistent0")),
+        ("hccl_go_socket_ifname==nonexistent0 selects no interface",),
+    )
+    return [f"listen_addr={host}:0 published {addrs}", msg]
+
+
 # Run in this order. destroy-and-reinit comes late; the callback check comes last,
 # since a deadlock there leaves the group stuck.
 CHECKS: list[Callable] = [
@@ -382,6 +412,7 @@ CHECKS: list[Callable] = [
     check_coalescing_manager,
     check_bad_inputs,
     check_non_contiguous,
+    check_listen_options,
     check_destroy_and_reinit,
     check_collective_inside_then_callback,
 ]

@@ -400,13 +400,27 @@ def _attack(port: int, kind: str, size: int) -> str:
 
 
 def _security_before_init(rank, world, workdir):
-    """Every rank publishes its pid. The last rank finds the listening ports of the
-    others (which wait for its address before they start connecting) and attacks each
-    three ways in the background, then joins: the attacks are answered during init."""
+    """Every rank publishes its pid. The last rank attacks from inside its own
+    init: when it is about to open its listener, the others have exchanged host
+    ids, listen, and wait for its address before they start connecting. It finds
+    their listening ports and attacks each three ways in the background, then
+    goes on: the attacks are answered during init."""
     with open(os.path.join(workdir, f"pid{rank}"), "w") as f:
         f.write(str(os.getpid()))
     if rank != world - 1:
         return
+    from torch_hccl_go import _C
+
+    listen_rank = _C.listen_rank
+
+    def attack_then_listen(*args, **kwargs):
+        _attack_listeners(world, workdir)
+        return listen_rank(*args, **kwargs)
+
+    _C.listen_rank = attack_then_listen
+
+
+def _attack_listeners(world, workdir):
     ports: dict[int, int] = {}
     deadline = time.time() + 30
     while len(ports) < world - 1 and time.time() < deadline:

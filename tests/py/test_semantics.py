@@ -17,5 +17,5 @@ WORLD = 3
 @pytest.mark.parametrize("check", [c.__name__ for c in CHECKS])
 def test_semantics(check: str) -> None:
     values = assert_check_passed(semantics_job, WORLD, check, timeout=120)
-    if check == "check_bad_inputs":  # show the messages users would see
+    if check in ("check_bad_inputs", "check_listen_options"):  # show the messages users would see
         print("\n".join(values[0]))

@@ -18,6 +18,14 @@ type Config struct {
 	StreamsPerPeer int
 	// ConnectTimeout bounds the whole connection setup (default 2 minutes).
 	ConnectTimeout time.Duration
+	// UnreachableTimeout bounds how long a peer's advertised address may
+	// fail to take a TCP connection (refused, unreachable, no answer) before
+	// Connect gives up with an error wrapping ErrUnreachable (default 5 s,
+	// at most ConnectTimeout). A peer's listener is open before its address
+	// is published, so such failures are not a slow start; a peer that
+	// takes connections but calls Connect late is waited for up to
+	// ConnectTimeout.
+	UnreachableTimeout time.Duration
 	// HandshakeTimeout bounds each read and write of an accepted connection's
 	// handshake, so a silent stranger cannot hold a slot (default 10 s).
 	HandshakeTimeout time.Duration
@@ -33,6 +41,7 @@ type Config struct {
 
 const (
 	defaultConnectTimeout   = 2 * time.Minute
+	defaultUnreachable      = 5 * time.Second
 	defaultHandshakeTimeout = 10 * time.Second
 	defaultMaxFrameBytes    = 4 << 20
 	// maxStreamsPerPeer keeps the connection count sane.
@@ -54,6 +63,10 @@ func (cfg Config) withDefaults() (Config, error) {
 	if cfg.ConnectTimeout == 0 {
 		cfg.ConnectTimeout = defaultConnectTimeout
 	}
+	if cfg.UnreachableTimeout == 0 {
+		cfg.UnreachableTimeout = defaultUnreachable
+	}
+	cfg.UnreachableTimeout = min(cfg.UnreachableTimeout, cfg.ConnectTimeout)
 	if cfg.HandshakeTimeout == 0 {
 		cfg.HandshakeTimeout = defaultHandshakeTimeout
 	}
@@ -68,7 +81,7 @@ func (cfg Config) withDefaults() (Config, error) {
 		return cfg, fmt.Errorf("%w: StreamsPerPeer %d not in [1, %d]", errConfig, cfg.StreamsPerPeer, maxStreamsPerPeer)
 	case cfg.MaxFrameBytes < minFrameBytes || cfg.MaxFrameBytes > maxFrameBytesLimit:
 		return cfg, fmt.Errorf("%w: MaxFrameBytes %d not in [%d, %d]", errConfig, cfg.MaxFrameBytes, minFrameBytes, maxFrameBytesLimit)
-	case cfg.ConnectTimeout < 0 || cfg.HandshakeTimeout < 0:
+	case cfg.ConnectTimeout < 0 || cfg.HandshakeTimeout < 0 || cfg.UnreachableTimeout < 0:
 		return cfg, fmt.Errorf("%w: negative timeout", errConfig)
 	}
 	return cfg, nil

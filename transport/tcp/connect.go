@@ -30,9 +30,11 @@ var errConnectTimeout = errors.New("connection setup timed out")
 // peerAddrs (peerAddrs[i] is rank i's Listener.Addr; this rank's own entry is
 // not used). Rank i dials every rank below it and accepts connections from
 // every rank above it on l; dials are retried with backoff until
-// cfg.ConnectTimeout or ctx ends. Connections that fail the handshake are
-// closed and logged without failing the setup. Connect takes ownership of l
-// and closes it when it returns.
+// cfg.ConnectTimeout or ctx ends, except that an address that takes no TCP
+// connection for cfg.UnreachableTimeout ends the setup with an error
+// wrapping ErrUnreachable (see reach.go). Connections that fail the
+// handshake are closed and logged without failing the setup. Connect takes
+// ownership of l and closes it when it returns.
 func Connect(ctx context.Context, l *Listener, rank int, peerAddrs []string, cfg Config) (transport.Endpoint, error) {
 	defer l.Close()
 	cfg, err := cfg.withDefaults()
@@ -61,6 +63,11 @@ func Connect(ctx context.Context, l *Listener, rank int, peerAddrs []string, cfg
 			wg.Go(func() { s.dialLoop(ctx, cancel, peerAddrs[peer], peer, stream) })
 		}
 	}
+	for peer := rank + 1; peer < size; peer++ {
+		if peerAddrs[peer] != "" {
+			wg.Go(func() { s.probeLoop(ctx, cancel, peerAddrs[peer], peer) })
+		}
+	}
 
 	select {
 	case <-s.complete:
@@ -76,7 +83,7 @@ func Connect(ctx context.Context, l *Listener, rank int, peerAddrs []string, cfg
 	if missing := s.missing(); len(missing) > 0 {
 		s.closeAll()
 		cause := context.Cause(ctx)
-		if err := s.lastErr(missing[0]); err != nil && !errors.Is(cause, errHandshakeRefused) && !errors.Is(cause, errBadAuth) {
+		if err := s.lastErr(missing[0]); err != nil && !errors.Is(cause, errHandshakeRefused) && !errors.Is(cause, errBadAuth) && !errors.Is(cause, ErrUnreachable) {
 			cause = fmt.Errorf("%w (last attempt: %w)", cause, err)
 		}
 		return nil, &transport.PeerError{Peer: missing[0], Op: "connect",
@@ -98,6 +105,7 @@ type setup struct {
 	maxFrame []int            // each peer's announced frame bound
 	need     int              // slots still empty
 	errs     []error          // last dial error per peer
+	reach    []reach          // per peer: does its advertised address take connections
 	pending  map[net.Conn]struct{}
 }
 
@@ -111,6 +119,7 @@ func newSetup(rank, size int, cfg Config, ctx context.Context) *setup {
 		reserved: make([][]bool, size),
 		maxFrame: make([]int, size),
 		errs:     make([]error, size),
+		reach:    make([]reach, size),
 		pending:  make(map[net.Conn]struct{}),
 		need:     (size - 1) * cfg.StreamsPerPeer,
 	}
@@ -171,19 +180,28 @@ func (s *setup) serve(conn *net.TCPConn) {
 	}
 	s.dropPending(conn)
 	_ = conn.Close()
-	if err != nil {
+	if err != nil && !errors.Is(err, errProbe) {
 		s.cfg.Logf("hccl-go tcp: rank %d: refused connection from %s: %v", s.rank, conn.RemoteAddr(), err)
 	}
 }
 
 // dialLoop establishes link (peer, stream), retrying until it succeeds, the
-// setup ends, or the peer refuses for good (which aborts the setup).
+// setup ends, or the peer refuses for good or its address is settled
+// unreachable (either of which aborts the setup).
 func (s *setup) dialLoop(ctx context.Context, abort context.CancelCauseFunc, addr string, peer, stream int) {
-	d := net.Dialer{KeepAliveConfig: keepAlive}
+	d := net.Dialer{KeepAliveConfig: keepAlive, Timeout: s.cfg.UnreachableTimeout}
 	backoff := minDialBackoff
 	for ctx.Err() == nil {
+		start := time.Now()
 		conn, err := d.DialContext(ctx, "tcp", addr)
+		if err != nil && ctx.Err() == nil {
+			s.setErr(peer, fmt.Errorf("dial rank %d at %s: %w", peer, addr, err))
+			if s.dialFailed(abort, start, err, addr, peer) {
+				return
+			}
+		}
 		if err == nil {
+			s.reach[peer].succeeded()
 			tc := conn.(*net.TCPConn)
 			var maxFrame int
 			maxFrame, err = s.dialHandshake(ctx, tc, peer, stream)
@@ -198,9 +216,9 @@ func (s *setup) dialLoop(ctx context.Context, abort context.CancelCauseFunc, add
 				abort(fmt.Errorf("rank %d at %s: %w", peer, addr, err))
 				return
 			}
-		}
-		if err != nil {
-			s.setErr(peer, fmt.Errorf("dial rank %d at %s: %w", peer, addr, err))
+			if err != nil {
+				s.setErr(peer, fmt.Errorf("handshake with rank %d at %s: %w", peer, addr, err))
+			}
 		}
 		t := time.NewTimer(backoff)
 		select {

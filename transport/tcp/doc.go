@@ -9,8 +9,14 @@
 // secret by HMAC-SHA256 over fresh nonces; the secret never crosses the
 // wire. A connection that fails the handshake (a stranger, garbage, another
 // version, another job, a duplicate) is closed and logged without failing the
-// setup. Connect returns when every link is up, or fails with a
-// *transport.PeerError naming a missing peer after ConnectTimeout.
+// setup; one closed before it sends a byte (a peer's reachability probe) is
+// closed without a log line. Connect returns when every link is up, or fails with a
+// *transport.PeerError naming a missing peer after ConnectTimeout; sooner,
+// with ErrUnreachable, when a peer's address takes no TCP connection for
+// UnreachableTimeout (its listener was open before the address was
+// published, so that is never a slow start; see reach.go). Ranks probe the
+// addresses of the ranks above them that have not linked yet, so the ranks
+// that only accept learn of it too.
 //
 // Data: messages are cut into frames of at most MaxFrameBytes behind a fixed
 // 40-byte header (see frame.go). The first frame of every message goes on

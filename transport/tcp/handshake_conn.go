@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"syscall"
 	"time"
 )
 
@@ -18,6 +19,18 @@ type acceptedPeer struct {
 // errHandshakeRefused marks a dialer that the acceptor turned away; the
 // cause says why.
 var errHandshakeRefused = errors.New("handshake refused")
+
+// errProbe marks an accepted connection closed before it said anything:
+// a peer's reachability probe (reach.go), or a port scanner. It is closed
+// without a log line.
+var errProbe = errors.New("closed before the hello (a reachability probe)")
+
+// closedSilently reports whether a connection ended, with n bytes of the
+// hello read, the way a probe ends it: closed (or reset, when the challenge
+// reached a closed socket) before sending a byte.
+func closedSilently(n int, err error) bool {
+	return n == 0 && (errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE))
+}
 
 // acceptHandshake runs the acceptor's side on a fresh connection: challenge,
 // check the hello, reserve the link slot, welcome. Every read and write has a
@@ -32,11 +45,17 @@ func (s *setup) acceptHandshake(conn net.Conn) (acceptedPeer, error) {
 		return none, fmt.Errorf("nonce: %w", err)
 	}
 	if _, err := conn.Write(encodeChallenge(nonce)); err != nil {
+		if closedSilently(0, err) {
+			return none, errProbe
+		}
 		return none, fmt.Errorf("write challenge: %w", err)
 	}
 
 	buf := make([]byte, helloSize)
-	if _, err := io.ReadFull(conn, buf[:prefixSize]); err != nil {
+	if n, err := io.ReadFull(conn, buf[:prefixSize]); err != nil {
+		if closedSilently(n, err) {
+			return none, errProbe
+		}
 		return none, fmt.Errorf("read hello: %w", err)
 	}
 	if err := checkPrefix(buf[:prefixSize], kindHello); err != nil {

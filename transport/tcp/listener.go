@@ -3,6 +3,7 @@ package tcp
 import (
 	"fmt"
 	"net"
+	"strconv"
 	"sync"
 )
 
@@ -13,13 +14,22 @@ const defaultBindAddr = "127.0.0.1:0"
 // address is published through the rendezvous before Connect is called.
 type Listener struct {
 	ln        *net.TCPListener
+	addr      string // what peers dial
 	closeOnce sync.Once
 	closeErr  error
 }
 
 // Listen opens a listening socket on bindAddr ("host:port"; port 0 picks a
-// free port; "" means 127.0.0.1:0).
+// free port; "" means 127.0.0.1:0). Peers dial the address it is bound to.
 func Listen(bindAddr string) (*Listener, error) {
+	return ListenAs(bindAddr, "")
+}
+
+// ListenAs is Listen for a socket bound to one address but reached at
+// another host: a wildcard bind ("0.0.0.0:0", "[::]:0") accepts on every
+// interface, and peers dial advertiseHost at the bound port. An empty
+// advertiseHost means the bound address.
+func ListenAs(bindAddr, advertiseHost string) (*Listener, error) {
 	if bindAddr == "" {
 		bindAddr = defaultBindAddr
 	}
@@ -31,11 +41,16 @@ func Listen(bindAddr string) (*Listener, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tcp listen on %q: %w", bindAddr, err)
 	}
-	return &Listener{ln: ln}, nil
+	l := &Listener{ln: ln, addr: ln.Addr().String()}
+	if advertiseHost != "" {
+		port := ln.Addr().(*net.TCPAddr).Port
+		l.addr = net.JoinHostPort(advertiseHost, strconv.Itoa(port))
+	}
+	return l, nil
 }
 
-// Addr is the address peers dial, "host:port".
-func (l *Listener) Addr() string { return l.ln.Addr().String() }
+// Addr is the address peers dial, "host:port" ("[v6]:port" for IPv6).
+func (l *Listener) Addr() string { return l.addr }
 
 // Close stops listening. It is idempotent; Connect calls it when done.
 func (l *Listener) Close() error {

@@ -13,16 +13,23 @@ namespace py = pybind11;
 namespace hccl_go {
 namespace {
 
-// hcclGoListen with the default address; returns (listener, address).
-std::pair<uint64_t, std::string> listen(const std::string& bindAddr) {
+// hcclGoListenRank: opens this rank's listener once the host ids are known;
+// returns (listener, address peers should dial).
+std::pair<uint64_t, std::string> listenRank(int rank, const std::vector<std::string>& hostIds,
+                                            const std::string& storeHost, const std::string& options) {
+  std::vector<const char*> hosts;
+  for (const auto& h : hostIds) {
+    hosts.push_back(h.c_str());
+  }
   char addr[512] = {0};
   hcclGoListener_t listener = 0;
   hcclGoResult_t r;
   {
     py::gil_scoped_release nogil;
-    r = hcclGoListen(bindAddr.empty() ? nullptr : bindAddr.c_str(), &listener, addr, sizeof(addr));
+    r = hcclGoListenRank(static_cast<int>(hosts.size()), rank, hosts.data(), storeHost.c_str(), options.c_str(),
+                         &listener, addr, sizeof(addr));
   }
-  check(r, 0, "hccl_go: opening the listening socket");
+  check(r, 0, "hccl_go: opening the listening socket of rank " + std::to_string(rank));
   return {listener, std::string(addr)};
 }
 
@@ -88,8 +95,8 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
                     "Whether a collective called with asyncOp=False (which has completed when it returns) "
                     "returns None instead of a completed Work.");
 
-  m.def("listen", &hccl_go::listen, py::arg("bind_addr") = "",
-        "hcclGoListen: returns (listener, address peers should dial).");
+  m.def("listen_rank", &hccl_go::listenRank, py::arg("rank"), py::arg("host_ids"), py::arg("store_host"),
+        py::arg("options"), "hcclGoListenRank: returns (listener, address peers should dial).");
   m.def("listener_close", &hccl_go::listenerClose, py::arg("listener"), "hcclGoListenerClose.");
   m.def("library_version", &hccl_go::libraryVersion, "hcclGoGetVersion of the loaded libhccl_go.so.");
   m.def("loaded_library_path", &hccl_go::loadedLibraryPath, "Path of the libhccl_go.so in use.");
