@@ -3,6 +3,7 @@ package collectives
 import (
 	"context"
 
+	"github.com/hccl-go/hccl-go/collectives/internal/args"
 	"github.com/hccl-go/hccl-go/transport"
 )
 
@@ -35,23 +36,23 @@ func allGatherV(ctx context.Context, ep transport.Endpoint, tag transport.Tag, s
 	if err := checkOptions(o, Ring); err != nil {
 		return err
 	}
-	if err := checkCounts("counts", counts, p); err != nil {
+	if err := args.CheckCounts("counts", counts, p); err != nil {
 		return err
 	}
-	if err := checkLen("send", send, counts[r]); err != nil {
+	if err := args.CheckLen("send", send, counts[r]); err != nil {
 		return err
 	}
-	if err := checkLen("recv", recv, sum(counts)); err != nil {
+	if err := args.CheckLen("recv", recv, sum(counts)); err != nil {
 		return err
 	}
 	bl := countBlocks(counts, 1)
-	if err := checkAliasAt(send, recv, bl.of(recv, r)); err != nil {
+	if err := args.CheckAliasAt(send, recv, bl.of(recv, r)); err != nil {
 		return err
 	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	copyUnlessSame(bl.of(recv, r), send)
+	args.CopyUnlessSame(bl.of(recv, r), send)
 	return ringAllGather(ctx, ep, tag, send, recv, bl, o.chunkBytes(1))
 }
 

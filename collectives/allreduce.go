@@ -3,6 +3,7 @@ package collectives
 import (
 	"context"
 
+	"github.com/hccl-go/hccl-go/collectives/internal/args"
 	"github.com/hccl-go/hccl-go/collectives/reduce"
 	"github.com/hccl-go/hccl-go/transport"
 )
@@ -26,19 +27,19 @@ func checkAllReduce(ep transport.Endpoint, send, recv []byte, dt reduce.DType, o
 	if err := checkEndpoint(ep); err != nil {
 		return err
 	}
-	if err := checkReduction(dt, op); err != nil {
+	if err := args.CheckReduction(dt, op); err != nil {
 		return err
 	}
 	if err := checkOptions(o, Ring, RecursiveDoubling, HalvingDoubling); err != nil {
 		return err
 	}
-	if err := checkElems("send", send, dt); err != nil {
+	if err := args.CheckElems("send", send, dt); err != nil {
 		return err
 	}
-	if err := checkLen("recv", recv, len(send)); err != nil {
+	if err := args.CheckLen("recv", recv, len(send)); err != nil {
 		return err
 	}
-	return checkAlias(send, recv)
+	return args.CheckAlias(send, recv)
 }
 
 func allReduce(ctx context.Context, ep transport.Endpoint, tag transport.Tag, send, recv []byte, dt reduce.DType, op reduce.Op, o Options) error {
@@ -48,7 +49,7 @@ func allReduce(ctx context.Context, ep transport.Endpoint, tag transport.Tag, se
 	src := prepareInput(send, recv, dt, op, o)
 	p := ep.Size()
 	if p == 1 {
-		copyUnlessSame(recv, src)
+		args.CopyUnlessSame(recv, src)
 		finishAvg(recv, dt, op, p)
 		return nil
 	}

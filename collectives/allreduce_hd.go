@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/hccl-go/hccl-go/collectives/internal/args"
 	"github.com/hccl-go/hccl-go/collectives/reduce"
 	"github.com/hccl-go/hccl-go/transport"
 )
@@ -27,7 +28,7 @@ import (
 // latency is 2·log2(q) steps against ring's 2(p-1). Each element is reduced
 // once along a fixed path and then copied, so all ranks agree bitwise.
 func hdAllReduce(ctx context.Context, ep transport.Endpoint, tag transport.Tag, src, dst []byte, dt reduce.DType, op reduce.Op, divide bool) error {
-	copyUnlessSame(dst, src)
+	args.CopyUnlessSame(dst, src)
 	if len(dst) == 0 {
 		return nil
 	}

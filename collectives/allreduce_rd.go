@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/hccl-go/hccl-go/collectives/internal/args"
 	"github.com/hccl-go/hccl-go/collectives/reduce"
 	"github.com/hccl-go/hccl-go/transport"
 )
@@ -103,7 +104,7 @@ func combineOrdered(dt reduce.DType, op reduce.Op, mine, theirs []byte, iAmLower
 // Partners combine in the same order, so after step k all 2^(k+1) ranks of
 // a group hold the same bits, and in the end all ranks do.
 func rdAllReduce(ctx context.Context, ep transport.Endpoint, tag transport.Tag, src, dst []byte, dt reduce.DType, op reduce.Op, divide bool) error {
-	copyUnlessSame(dst, src)
+	args.CopyUnlessSame(dst, src)
 	if len(dst) == 0 {
 		return nil
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/hccl-go/hccl-go/collectives/internal/args"
 	"github.com/hccl-go/hccl-go/transport"
 )
 
@@ -38,12 +39,12 @@ func allToAllV(ctx context.Context, ep transport.Endpoint, tag transport.Tag, se
 		return err
 	}
 	if sendCounts[r] != recvCounts[r] {
-		return invalidf("sendCounts[%d] = %d != recvCounts[%d] = %d (the block a rank sends itself)", r, sendCounts[r], r, recvCounts[r])
+		return args.Invalidf("sendCounts[%d] = %d != recvCounts[%d] = %d (the block a rank sends itself)", r, sendCounts[r], r, recvCounts[r])
 	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if overlap(send, recv) {
+	if args.Overlap(send, recv) {
 		send = append([]byte(nil), send...) // keep the outgoing blocks intact
 	}
 	block := func(buf []byte, counts, displs []int, i int) []byte {
@@ -63,15 +64,15 @@ func allToAllV(ctx context.Context, ep transport.Endpoint, tag transport.Tag, se
 
 // checkLayout requires one block per rank, each inside buf.
 func checkLayout(name string, buf []byte, counts, displs []int, p int) error {
-	if err := checkCounts(name+"Counts", counts, p); err != nil {
+	if err := args.CheckCounts(name+"Counts", counts, p); err != nil {
 		return err
 	}
-	if err := checkCounts(name+"Displs", displs, p); err != nil {
+	if err := args.CheckCounts(name+"Displs", displs, p); err != nil {
 		return err
 	}
 	for i := range p {
 		if displs[i]+counts[i] > len(buf) {
-			return invalidf("%s block %d [%d, %d) exceeds len(%s) = %d", name, i, displs[i], displs[i]+counts[i], name, len(buf))
+			return args.Invalidf("%s block %d [%d, %d) exceeds len(%s) = %d", name, i, displs[i], displs[i]+counts[i], name, len(buf))
 		}
 	}
 	return nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/hccl-go/hccl-go/collectives/internal/args"
 	"github.com/hccl-go/hccl-go/transport"
 )
 
@@ -22,17 +23,17 @@ func broadcast(ctx context.Context, ep transport.Endpoint, tag transport.Tag, se
 	if err := checkOptions(o, Tree, Chain); err != nil {
 		return err
 	}
-	if err := checkRoot(root, p); err != nil {
+	if err := args.CheckRoot(root, p); err != nil {
 		return err
 	}
 	if r == root {
-		if err := checkLen("send", send, len(recv)); err != nil {
+		if err := args.CheckLen("send", send, len(recv)); err != nil {
 			return err
 		}
-		if err := checkAlias(send, recv); err != nil {
+		if err := args.CheckAlias(send, recv); err != nil {
 			return err
 		}
-		copyUnlessSame(recv, send)
+		args.CopyUnlessSame(recv, send)
 	}
 	if err := ctx.Err(); err != nil {
 		return err

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/hccl-go/hccl-go/collectives/internal/args"
 	"github.com/hccl-go/hccl-go/collectives/reduce"
 	"github.com/hccl-go/hccl-go/transport"
 )
@@ -89,10 +90,10 @@ func AllReduceCompressed(ctx context.Context, ep transport.Endpoint, tag transpo
 
 func checkAllReduceCompressed(ep transport.Endpoint, send, recv []byte, dt reduce.DType, op reduce.Op, c Compression, o Options) error {
 	if _, err := ParseCompression(string(c)); err != nil {
-		return invalidf("%v", err)
+		return args.Invalidf("%v", err)
 	}
 	if !Compressible(dt, op) {
-		return invalidf("compressed all_reduce needs float32 data and op sum, avg or premul_sum, got %s %s", dt, op)
+		return args.Invalidf("compressed all_reduce needs float32 data and op sum, avg or premul_sum, got %s %s", dt, op)
 	}
 	if err := checkEndpoint(ep); err != nil {
 		return err
@@ -100,13 +101,13 @@ func checkAllReduceCompressed(ep transport.Endpoint, send, recv []byte, dt reduc
 	if err := checkOptions(o, Ring); err != nil {
 		return err
 	}
-	if err := checkElems("send", send, dt); err != nil {
+	if err := args.CheckElems("send", send, dt); err != nil {
 		return err
 	}
-	if err := checkLen("recv", recv, len(send)); err != nil {
+	if err := args.CheckLen("recv", recv, len(send)); err != nil {
 		return err
 	}
-	return checkAlias(send, recv)
+	return args.CheckAlias(send, recv)
 }
 
 func allReduceCompressed(ctx context.Context, ep transport.Endpoint, tag transport.Tag, send, recv []byte, op reduce.Op, codec wireCodec, o Options) error {
@@ -116,7 +117,7 @@ func allReduceCompressed(ctx context.Context, ep transport.Endpoint, tag transpo
 	src := prepareInput(send, recv, reduce.Float32, op, o)
 	p := ep.Size()
 	if p == 1 {
-		copyUnlessSame(recv, src)
+		args.CopyUnlessSame(recv, src)
 		finishAvg(recv, reduce.Float32, op, p)
 		return nil
 	}

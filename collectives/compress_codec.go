@@ -5,6 +5,7 @@ import (
 	"math"
 	"unsafe"
 
+	"github.com/hccl-go/hccl-go/collectives/internal/args"
 	"github.com/hccl-go/hccl-go/collectives/reduce"
 )
 
@@ -80,7 +81,7 @@ func (c wireCodec) decodeAdd(dst, with, w, scratch []byte) {
 		reduce.Reduce3(reduce.Float32, reduce.Sum, dst, with, scratch)
 		return
 	}
-	copyUnlessSame(dst, with)
+	args.CopyUnlessSame(dst, with)
 	reduce.ReduceFloat32From16(c.dt, reduce.Sum, dst, w[wireHeader:])
 }
 

@@ -1,19 +1,15 @@
 package collectives
 
 import (
-	"errors"
 	"fmt"
+
+	"github.com/hccl-go/hccl-go/collectives/internal/args"
 )
 
 // ErrInvalidArgument is wrapped by every error about the arguments of a
 // call (lengths, dtype/op, root, counts, algorithm), so callers can tell a
 // usage error from a communication failure.
-var ErrInvalidArgument = errors.New("invalid argument")
-
-// invalidf returns an error wrapping ErrInvalidArgument.
-func invalidf(format string, args ...any) error {
-	return fmt.Errorf("%w: %s", ErrInvalidArgument, fmt.Sprintf(format, args...))
-}
+var ErrInvalidArgument = args.ErrInvalidArgument
 
 // wrapOp adds the name of the collective and the caller's rank to err.
 func wrapOp(name string, rank int, err error) error {

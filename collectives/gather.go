@@ -3,6 +3,7 @@ package collectives
 import (
 	"context"
 
+	"github.com/hccl-go/hccl-go/collectives/internal/args"
 	"github.com/hccl-go/hccl-go/transport"
 )
 
@@ -26,14 +27,14 @@ func gather(ctx context.Context, ep transport.Endpoint, tag transport.Tag, send,
 	if err := checkOptions(o, Direct); err != nil {
 		return err
 	}
-	if err := checkRoot(root, p); err != nil {
+	if err := args.CheckRoot(root, p); err != nil {
 		return err
 	}
 	if r == root {
-		if err := checkLen("recv", recv, p*n); err != nil {
+		if err := args.CheckLen("recv", recv, p*n); err != nil {
 			return err
 		}
-		if err := checkAliasAt(send, recv, recv[r*n:(r+1)*n]); err != nil {
+		if err := args.CheckAliasAt(send, recv, recv[r*n:(r+1)*n]); err != nil {
 			return err
 		}
 	}
@@ -46,7 +47,7 @@ func gather(ctx context.Context, ep transport.Endpoint, tag transport.Tag, send,
 		}
 		return sendTo(ctx, ep, tag, root, send)
 	}
-	copyUnlessSame(recv[r*n:(r+1)*n], send)
+	args.CopyUnlessSame(recv[r*n:(r+1)*n], send)
 	for i := 0; i < p && n > 0; i++ {
 		if i == root {
 			continue
@@ -76,14 +77,14 @@ func scatter(ctx context.Context, ep transport.Endpoint, tag transport.Tag, send
 	if err := checkOptions(o, Direct); err != nil {
 		return err
 	}
-	if err := checkRoot(root, p); err != nil {
+	if err := args.CheckRoot(root, p); err != nil {
 		return err
 	}
 	if r == root {
-		if err := checkLen("send", send, p*n); err != nil {
+		if err := args.CheckLen("send", send, p*n); err != nil {
 			return err
 		}
-		if err := checkAliasAt(recv, send, send[r*n:(r+1)*n]); err != nil {
+		if err := args.CheckAliasAt(recv, send, send[r*n:(r+1)*n]); err != nil {
 			return err
 		}
 	}
@@ -104,6 +105,6 @@ func scatter(ctx context.Context, ep transport.Endpoint, tag transport.Tag, send
 			return err
 		}
 	}
-	copyUnlessSame(recv, send[r*n:(r+1)*n])
+	args.CopyUnlessSame(recv, send[r*n:(r+1)*n])
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/hccl-go/hccl-go/collectives/internal/args"
 	"github.com/hccl-go/hccl-go/collectives/reduce"
 	"github.com/hccl-go/hccl-go/transport"
 	"github.com/hccl-go/hccl-go/transport/sub"
@@ -43,21 +44,21 @@ type place struct {
 // returns rank's place.
 func (h Hierarchy) locate(p, rank int) (place, error) {
 	if len(h.Groups) == 0 {
-		return place{}, invalidf("hierarchy without groups")
+		return place{}, args.Invalidf("hierarchy without groups")
 	}
 	r := len(h.Groups[0])
 	if r == 0 || r*len(h.Groups) != p {
-		return place{}, invalidf("hierarchy of %d groups of %d ranks for %d ranks", len(h.Groups), r, p)
+		return place{}, args.Invalidf("hierarchy of %d groups of %d ranks for %d ranks", len(h.Groups), r, p)
 	}
 	seen := make([]bool, p)
 	pl := place{group: -1}
 	for g, grp := range h.Groups {
 		if len(grp) != r {
-			return place{}, invalidf("hierarchy group %d has %d ranks, group 0 has %d", g, len(grp), r)
+			return place{}, args.Invalidf("hierarchy group %d has %d ranks, group 0 has %d", g, len(grp), r)
 		}
 		for i, x := range grp {
 			if x < 0 || x >= p || seen[x] {
-				return place{}, invalidf("hierarchy group %d: rank %d out of range or listed twice", g, x)
+				return place{}, args.Invalidf("hierarchy group %d: rank %d out of range or listed twice", g, x)
 			}
 			seen[x] = true
 			if x == rank {
@@ -85,21 +86,6 @@ func (pl place) views(ep transport.Endpoint) (first, inter, last transport.Endpo
 		return nil, nil, nil, err
 	}
 	return first, inter, last, nil
-}
-
-// phaseOps splits a reduction into its first phase (which applies the
-// pre-multiplication) and the later ones (which combine partial results):
-// Avg sums and divides at the end, PreMulSum scales in the first phase and
-// then sums.
-func phaseOps(op reduce.Op) (first, later reduce.Op) {
-	switch op {
-	case reduce.Avg:
-		return reduce.Sum, reduce.Sum
-	case reduce.PreMulSum:
-		return reduce.PreMulSum, reduce.Sum
-	default:
-		return op, op
-	}
 }
 
 // HierAllReduce is all_reduce in three phases:
@@ -137,7 +123,7 @@ func hierAllReduce(ctx context.Context, ep transport.Endpoint, tag transport.Tag
 	counts := splitElems(len(send)/es, len(pl.intra))
 	off := sum(counts[:pl.member]) * es
 	shard := recv[off : off+counts[pl.member]*es]
-	first, later := phaseOps(op)
+	first, later := reduce.Phases(op)
 	inner := Options{PreMul: o.PreMul, ChunkBytes: o.ChunkBytes}
 
 	if err := ReduceScatterV(ctx, intra1, tag, send, shard, counts, dt, first, inner); err != nil {
@@ -177,10 +163,10 @@ func HierAllGather(ctx context.Context, ep transport.Endpoint, tag transport.Tag
 
 func hierAllGather(ctx context.Context, ep transport.Endpoint, tag transport.Tag, send, recv []byte, h Hierarchy, o Options) error {
 	p, b := ep.Size(), len(send)
-	if err := checkLen("recv", recv, p*b); err != nil {
+	if err := args.CheckLen("recv", recv, p*b); err != nil {
 		return err
 	}
-	if err := checkAliasAt(send, recv, recv[ep.Rank()*b:][:b]); err != nil {
+	if err := args.CheckAliasAt(send, recv, recv[ep.Rank()*b:][:b]); err != nil {
 		return err
 	}
 	pl, err := h.locate(p, ep.Rank())
@@ -227,16 +213,16 @@ func HierReduceScatter(ctx context.Context, ep transport.Endpoint, tag transport
 
 func hierReduceScatter(ctx context.Context, ep transport.Endpoint, tag transport.Tag, send, recv []byte, dt reduce.DType, op reduce.Op, h Hierarchy, o Options) error {
 	p, b := ep.Size(), len(recv)
-	if err := checkReduction(dt, op); err != nil {
+	if err := args.CheckReduction(dt, op); err != nil {
 		return err
 	}
-	if err := checkElems("recv", recv, dt); err != nil {
+	if err := args.CheckElems("recv", recv, dt); err != nil {
 		return err
 	}
-	if err := checkLen("send", send, p*b); err != nil {
+	if err := args.CheckLen("send", send, p*b); err != nil {
 		return err
 	}
-	if err := checkAliasAt(recv, send, send[ep.Rank()*b:][:b]); err != nil {
+	if err := args.CheckAliasAt(recv, send, send[ep.Rank()*b:][:b]); err != nil {
 		return err
 	}
 	pl, err := h.locate(p, ep.Rank())
@@ -254,7 +240,7 @@ func hierReduceScatter(ctx context.Context, ep transport.Endpoint, tag transport
 			copy(packed[(j*hosts+g)*b:][:b], send[rank*b:][:b])
 		}
 	}
-	first, later := phaseOps(op)
+	first, later := reduce.Phases(op)
 	mine := make([]byte, hosts*b)
 	if err := ReduceScatter(ctx, intra, tag, packed, mine, dt, first, Options{PreMul: o.PreMul, ChunkBytes: o.ChunkBytes}); err != nil {
 		return fmt.Errorf("phase 1 (reduce-scatter in group %d): %w", pl.group, err)
@@ -277,7 +263,7 @@ func HierBroadcast(ctx context.Context, ep transport.Endpoint, tag transport.Tag
 }
 
 func hierBroadcast(ctx context.Context, ep transport.Endpoint, tag transport.Tag, send, recv []byte, root int, h Hierarchy, o Options) error {
-	if err := checkRoot(root, ep.Size()); err != nil {
+	if err := args.CheckRoot(root, ep.Size()); err != nil {
 		return err
 	}
 	pl, err := h.locate(ep.Size(), ep.Rank())

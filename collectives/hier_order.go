@@ -3,6 +3,7 @@ package collectives
 import (
 	"context"
 
+	"github.com/hccl-go/hccl-go/collectives/internal/args"
 	"github.com/hccl-go/hccl-go/collectives/reduce"
 	"github.com/hccl-go/hccl-go/transport"
 	"github.com/hccl-go/hccl-go/transport/sub"
@@ -18,11 +19,11 @@ import (
 // whole op).
 func orderedView(ep transport.Endpoint, order []int) (transport.Endpoint, error) {
 	if len(order) != ep.Size() {
-		return nil, invalidf("ring order of %d ranks for %d ranks", len(order), ep.Size())
+		return nil, args.Invalidf("ring order of %d ranks for %d ranks", len(order), ep.Size())
 	}
 	v, err := sub.New(ep, order, 0)
 	if err != nil {
-		return nil, invalidf("ring order %v: %v", order, err)
+		return nil, args.Invalidf("ring order %v: %v", order, err)
 	}
 	return v, nil
 }
@@ -62,7 +63,7 @@ func OrderedBroadcast(ctx context.Context, ep transport.Endpoint, tag transport.
 	if err != nil {
 		return wrapOp("broadcast", ep.Rank(), err)
 	}
-	if err := checkRoot(root, ep.Size()); err != nil {
+	if err := args.CheckRoot(root, ep.Size()); err != nil {
 		return wrapOp("broadcast", ep.Rank(), err)
 	}
 	if isIdentity(order) {
@@ -86,10 +87,10 @@ func OrderedAllGather(ctx context.Context, ep transport.Endpoint, tag transport.
 	if isIdentity(order) {
 		return AllGather(ctx, ep, tag, send, recv, o)
 	}
-	if err := checkLen("recv", recv, p*b); err != nil {
+	if err := args.CheckLen("recv", recv, p*b); err != nil {
 		return wrapOp("allgather", ep.Rank(), err)
 	}
-	if err := checkAliasAt(send, recv, recv[ep.Rank()*b:][:b]); err != nil {
+	if err := args.CheckAliasAt(send, recv, recv[ep.Rank()*b:][:b]); err != nil {
 		return wrapOp("allgather", ep.Rank(), err)
 	}
 	scratch := make([]byte, p*b)
@@ -116,10 +117,10 @@ func OrderedReduceScatter(ctx context.Context, ep transport.Endpoint, tag transp
 		return ReduceScatter(ctx, ep, tag, send, recv, dt, op, o)
 	}
 	p, b := ep.Size(), len(recv)
-	if err := checkLen("send", send, p*b); err != nil {
+	if err := args.CheckLen("send", send, p*b); err != nil {
 		return wrapOp("reducescatter", ep.Rank(), err)
 	}
-	if err := checkAliasAt(recv, send, send[ep.Rank()*b:][:b]); err != nil {
+	if err := args.CheckAliasAt(recv, send, send[ep.Rank()*b:][:b]); err != nil {
 		return wrapOp("reducescatter", ep.Rank(), err)
 	}
 	packed := make([]byte, p*b)

@@ -1,6 +1,10 @@
 package collectives
 
-import "slices"
+import (
+	"slices"
+
+	"github.com/hccl-go/hccl-go/collectives/internal/args"
+)
 
 // Algorithm names an algorithm for a collective. The empty string (Auto)
 // lets the library choose by message size and world size.
@@ -58,10 +62,10 @@ func (o Options) chunkBytes(esize int) int {
 // negative chunk size.
 func checkOptions(o Options, allowed ...Algorithm) error {
 	if o.ChunkBytes < 0 {
-		return invalidf("negative chunk size %d", o.ChunkBytes)
+		return args.Invalidf("negative chunk size %d", o.ChunkBytes)
 	}
 	if o.Algo != Auto && !slices.Contains(allowed, o.Algo) {
-		return invalidf("algorithm %q does not apply (want one of %q or auto)", o.Algo, allowed)
+		return args.Invalidf("algorithm %q does not apply (want one of %q or auto)", o.Algo, allowed)
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/hccl-go/hccl-go/collectives/internal/args"
 	"github.com/hccl-go/hccl-go/collectives/reduce"
 	"github.com/hccl-go/hccl-go/transport"
 )
@@ -21,23 +22,23 @@ func Reduce(ctx context.Context, ep transport.Endpoint, tag transport.Tag, send,
 
 func reduceToRoot(ctx context.Context, ep transport.Endpoint, tag transport.Tag, send, recv []byte, dt reduce.DType, op reduce.Op, root int, o Options) error {
 	p, r := ep.Size(), ep.Rank()
-	if err := checkReduction(dt, op); err != nil {
+	if err := args.CheckReduction(dt, op); err != nil {
 		return err
 	}
 	if err := checkOptions(o, Tree, Chain); err != nil {
 		return err
 	}
-	if err := checkRoot(root, p); err != nil {
+	if err := args.CheckRoot(root, p); err != nil {
 		return err
 	}
-	if err := checkElems("send", send, dt); err != nil {
+	if err := args.CheckElems("send", send, dt); err != nil {
 		return err
 	}
 	if r == root {
-		if err := checkLen("recv", recv, len(send)); err != nil {
+		if err := args.CheckLen("recv", recv, len(send)); err != nil {
 			return err
 		}
-		if err := checkAlias(send, recv); err != nil {
+		if err := args.CheckAlias(send, recv); err != nil {
 			return err
 		}
 	}
@@ -54,7 +55,7 @@ func reduceToRoot(ctx context.Context, ep transport.Endpoint, tag transport.Tag,
 		src = prepareInput(send, work, dt, op, o)
 	}
 	if p == 1 || len(send) == 0 {
-		copyUnlessSame(recv, src)
+		args.CopyUnlessSame(recv, src)
 		finishAvg(recv, dt, op, p)
 		return nil
 	}
@@ -115,7 +116,7 @@ func treeReduce(ctx context.Context, ep transport.Endpoint, tag transport.Tag, s
 		reduce.Reduce3(dt, op, acc, cur, tmp)
 		cur = acc
 	}
-	copyUnlessSame(recv, cur) // root only gets here
+	args.CopyUnlessSame(recv, cur) // root only gets here
 	return nil
 }
 

@@ -3,6 +3,7 @@ package collectives
 import (
 	"context"
 
+	"github.com/hccl-go/hccl-go/collectives/internal/args"
 	"github.com/hccl-go/hccl-go/collectives/reduce"
 	"github.com/hccl-go/hccl-go/transport"
 )
@@ -20,7 +21,7 @@ func ReduceScatter(ctx context.Context, ep transport.Endpoint, tag transport.Tag
 		for i := range counts {
 			counts[i] = len(recv) / dt.Size()
 		}
-		if err := checkElems("recv", recv, dt); err != nil {
+		if err := args.CheckElems("recv", recv, dt); err != nil {
 			return wrapOp("reducescatter", ep.Rank(), err)
 		}
 	}
@@ -39,24 +40,24 @@ func ReduceScatterV(ctx context.Context, ep transport.Endpoint, tag transport.Ta
 
 func reduceScatterV(ctx context.Context, ep transport.Endpoint, tag transport.Tag, send, recv []byte, counts []int, dt reduce.DType, op reduce.Op, o Options) error {
 	p, r := ep.Size(), ep.Rank()
-	if err := checkReduction(dt, op); err != nil {
+	if err := args.CheckReduction(dt, op); err != nil {
 		return err
 	}
 	if err := checkOptions(o, Ring); err != nil {
 		return err
 	}
-	if err := checkCounts("counts", counts, p); err != nil {
+	if err := args.CheckCounts("counts", counts, p); err != nil {
 		return err
 	}
 	es := dt.Size()
-	if err := checkLen("send", send, sum(counts)*es); err != nil {
+	if err := args.CheckLen("send", send, sum(counts)*es); err != nil {
 		return err
 	}
-	if err := checkLen("recv", recv, counts[r]*es); err != nil {
+	if err := args.CheckLen("recv", recv, counts[r]*es); err != nil {
 		return err
 	}
 	bl := countBlocks(counts, es)
-	if err := checkAliasAt(recv, send, bl.of(send, r)); err != nil {
+	if err := args.CheckAliasAt(recv, send, bl.of(send, r)); err != nil {
 		return err
 	}
 	if err := ctx.Err(); err != nil {
@@ -68,7 +69,7 @@ func reduceScatterV(ctx context.Context, ep transport.Endpoint, tag transport.Ta
 		reduce.Scale(dt, src, send, o.PreMul)
 	}
 	if p == 1 {
-		copyUnlessSame(recv, src)
+		args.CopyUnlessSame(recv, src)
 		finishAvg(recv, dt, op, p)
 		return nil
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/hccl-go/hccl-go/collectives/internal/args"
 	"github.com/hccl-go/hccl-go/collectives/reduce"
 	"github.com/hccl-go/hccl-go/transport"
 )
@@ -73,18 +74,18 @@ func SparseAllReduce(ctx context.Context, ep transport.Endpoint, tag transport.T
 // (indices within the dense buffer, sizes, value type).
 func CheckSparse(indices []int64, values []byte, dt reduce.DType, out []byte) error {
 	if !isSparseValueType(dt) {
-		return invalidf("sparse all_reduce of %s: want one of %v", dt, SparseValueTypes)
+		return args.Invalidf("sparse all_reduce of %s: want one of %v", dt, SparseValueTypes)
 	}
-	if err := checkElems("out", out, dt); err != nil {
+	if err := args.CheckElems("out", out, dt); err != nil {
 		return err
 	}
-	if err := checkLen("values", values, len(indices)*dt.Size()); err != nil {
+	if err := args.CheckLen("values", values, len(indices)*dt.Size()); err != nil {
 		return err
 	}
 	n := int64(len(out) / dt.Size())
 	for j, i := range indices {
 		if i < 0 || i >= n {
-			return invalidf("indices[%d] = %d outside the dense buffer of %d elements", j, i, n)
+			return args.Invalidf("indices[%d] = %d outside the dense buffer of %d elements", j, i, n)
 		}
 	}
 	return nil
@@ -180,7 +181,7 @@ func exchangeCounts(ctx context.Context, ep transport.Endpoint, tag transport.Ta
 		c := binary.LittleEndian.Uint64(all[i*sparseHeader:])
 		m := binary.LittleEndian.Uint64(all[i*sparseHeader+8:])
 		if m != uint64(n) {
-			return nil, invalidf("rank %d has a dense buffer of %d elements, rank %d of %d", i, m, r, n)
+			return nil, args.Invalidf("rank %d has a dense buffer of %d elements, rank %d of %d", i, m, r, n)
 		}
 		if c > math.MaxInt32*8 { // far beyond any buffer this process could gather
 			return nil, fmt.Errorf("rank %d announced %d pairs", i, c)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"unsafe"
 
+	"github.com/hccl-go/hccl-go/collectives/internal/args"
 	"github.com/hccl-go/hccl-go/collectives/reduce"
 )
 
@@ -60,7 +61,7 @@ func (l pairLayout) scatterAdd(dt reduce.DType, out, block []byte, nnz int) erro
 	case reduce.Int64:
 		return addPairs(sparseView[int64](out), idx, l.indexBytes, sparseView[int64](vals))
 	default:
-		return invalidf("sparse all_reduce of %s", dt)
+		return args.Invalidf("sparse all_reduce of %s", dt)
 	}
 }
 

@@ -3,6 +3,7 @@ package intra
 import (
 	"context"
 
+	"github.com/hccl-go/hccl-go/collectives/internal/args"
 	"github.com/hccl-go/hccl-go/transport/arena"
 )
 
@@ -28,62 +29,106 @@ func checkAllGather(a *arena.Arena, send, recv []byte) error {
 		return err
 	}
 	m := len(send)
-	if err := checkLen("recv", recv, a.Size()*m); err != nil {
+	if err := args.CheckLen("recv", recv, a.Size()*m); err != nil {
 		return err
 	}
 	me := a.Index()
-	return checkAliasAt(send, recv, recv[me*m:(me+1)*m])
+	return args.CheckAliasAt(send, recv, recv[me*m:(me+1)*m])
 }
 
 func allGather(ctx context.Context, a *arena.Arena, seq uint64, send, recv []byte, t tuning) error {
+	stamp := opStamp{kind: kindAllGather, seq: seq, bytes: len(send), root: noRoot}
+	return gatherBlocks(ctx, a, seq, stamp, send, recv, evenBlocks(a.Size(), len(send)), t)
+}
+
+// AllGatherV is AllGather with counts[i] bytes from rank i, laid out one
+// after the other in recv in rank order: len(recv) == sum(counts),
+// len(send) == counts[rank]. Every rank passes the same counts. In place:
+// send may be exactly the caller's own block of recv. Same protocol and
+// cost as AllGather; a rank whose block is shorter than the longest
+// publishes nothing in the epochs past its end.
+func AllGatherV(ctx context.Context, a *arena.Arena, seq uint64, send, recv []byte, counts []int) error {
+	b, err := checkAllGatherV(a, send, recv, counts)
+	if err != nil {
+		return wrapOp("allgatherv", a, seq, err)
+	}
+	stamp := opStamp{kind: kindAllGatherV, seq: seq, bytes: len(recv), root: noRoot}
+	return wrapOp("allgatherv", a, seq, gatherBlocks(ctx, a, seq, stamp, send, recv, b, defaultTuning()))
+}
+
+func checkAllGatherV(a *arena.Arena, send, recv []byte, counts []int) (blocks, error) {
+	if err := checkArena(a); err != nil {
+		return blocks{}, err
+	}
+	b, err := countBlocks(counts, a.Size(), 1)
+	if err != nil {
+		return blocks{}, err
+	}
+	me := a.Index()
+	if err := args.CheckLen("recv", recv, b.total()); err != nil {
+		return blocks{}, err
+	}
+	if err := args.CheckLen("send", send, b.size[me]); err != nil {
+		return blocks{}, err
+	}
+	return b, args.CheckAliasAt(send, recv, b.of(recv, me))
+}
+
+// gatherBlocks runs an all-gather into recv's blocks b as one arena
+// operation stamped with stamp.
+func gatherBlocks(ctx context.Context, a *arena.Arena, seq uint64, stamp opStamp, send, recv []byte, b blocks, t tuning) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	m := len(send)
 	if err := a.Begin(seq); err != nil {
 		return err
 	}
 	me, p := a.Index(), a.Size()
 	var err error
-	stamp := opStamp{kind: kindAllGather, seq: seq, bytes: m, root: noRoot}.encode()
+	s := stamp.encode()
 	switch {
 	case p == 1:
-		copyUnlessSame(recv, send)
-	case m <= a.InlineBytes(): // empty calls too: they must meet their peers
+		args.CopyUnlessSame(recv, send)
+	case b.longest() <= a.InlineBytes(): // empty calls too: they must meet their peers
 		e := a.Next()
-		copy(a.Inline(me, e)[:m], send)
-		postFirst(a, e, stamp)
-		copyUnlessSame(recv[me*m:(me+1)*m], send)
-		if err = awaitFirst(ctx, a, e, stamp); err == nil {
+		copy(a.Inline(me, e)[:len(send)], send)
+		postFirst(a, e, s)
+		args.CopyUnlessSame(b.of(recv, me), send)
+		if err = awaitFirst(ctx, a, e, s); err == nil {
 			for j := range p {
 				if j != me {
-					copy(recv[j*m:(j+1)*m], a.Inline(j, e)[:m])
+					copy(b.of(recv, j), a.Inline(j, e)[:b.size[j]])
 				}
 			}
 		}
 	default:
-		err = allGatherHalves(ctx, a, stamp, send, recv, t.copyBytes)
+		err = allGatherHalves(ctx, a, s, send, recv, b, t.copyBytes)
 	}
 	endOp(a, err)
 	return err
 }
 
-func allGatherHalves(ctx context.Context, a *arena.Arena, stamp arena.Stamp, send, recv []byte, copyBytes int) error {
-	me, p, m := a.Index(), a.Size(), len(send)
+func allGatherHalves(ctx context.Context, a *arena.Arena, stamp arena.Stamp, send, recv []byte, b blocks, copyBytes int) error {
+	me, p := a.Index(), a.Size()
 	chunk := alignDown(min(copyBytes, a.HalfBytes()), lineBytes)
-	for off := 0; off < m; off += chunk {
-		c := min(chunk, m-off)
+	own := b.off[me]
+	for off := 0; off < b.longest(); off += chunk {
+		c := b.chunk(me, off, chunk) // 0 past the end of the own block
 		e := a.Next()
-		copy(a.Half(me, e)[:c], send[off:off+c])
+		if c > 0 {
+			copy(a.Half(me, e)[:c], send[off:off+c])
+		}
 		first := off == 0
 		post(a, e, stamp, first)
-		copyUnlessSame(recv[me*m+off:me*m+off+c], send[off:off+c])
+		if c > 0 {
+			args.CopyUnlessSame(recv[own+off:own+off+c], send[off:off+c])
+		}
 		if err := await(ctx, a, e, stamp, first); err != nil {
 			return err
 		}
 		for j := range p {
-			if j != me {
-				copy(recv[j*m+off:j*m+off+c], a.Half(j, e)[:c])
+			if c := b.chunk(j, off, chunk); j != me && c > 0 {
+				copy(recv[b.off[j]+off:b.off[j]+off+c], a.Half(j, e)[:c])
 			}
 		}
 	}

@@ -3,6 +3,7 @@ package intra
 import (
 	"context"
 
+	"github.com/hccl-go/hccl-go/collectives/internal/args"
 	"github.com/hccl-go/hccl-go/collectives/reduce"
 	"github.com/hccl-go/hccl-go/transport/arena"
 )
@@ -55,16 +56,16 @@ func checkAllReduce(a *arena.Arena, send, recv []byte, dt reduce.DType, op reduc
 	if err := checkArena(a); err != nil {
 		return err
 	}
-	if err := checkReduction(dt, op); err != nil {
+	if err := args.CheckReduction(dt, op); err != nil {
 		return err
 	}
-	if err := checkElems("send", send, dt); err != nil {
+	if err := args.CheckElems("send", send, dt); err != nil {
 		return err
 	}
-	if err := checkLen("recv", recv, len(send)); err != nil {
+	if err := args.CheckLen("recv", recv, len(send)); err != nil {
 		return err
 	}
-	return checkAlias(send, recv)
+	return args.CheckAlias(send, recv)
 }
 
 func allReduce(ctx context.Context, a *arena.Arena, sc *SingleCopy, seq uint64, send, recv []byte, dt reduce.DType, op reduce.Op, preMul float64, t tuning) error {

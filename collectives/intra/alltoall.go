@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 
+	"github.com/hccl-go/hccl-go/collectives/internal/args"
 	"github.com/hccl-go/hccl-go/transport/arena"
 )
 
@@ -46,7 +47,7 @@ func checkAllToAllV(a *arena.Arena, send []byte, sendCounts, sendDispls []int, r
 		return err
 	}
 	if sendCounts[me] != recvCounts[me] {
-		return invalidf("sendCounts[%d] = %d != recvCounts[%d] = %d (the block a rank sends itself)", me, sendCounts[me], me, recvCounts[me])
+		return args.Invalidf("sendCounts[%d] = %d != recvCounts[%d] = %d (the block a rank sends itself)", me, sendCounts[me], me, recvCounts[me])
 	}
 	return nil
 }
@@ -54,11 +55,11 @@ func checkAllToAllV(a *arena.Arena, send []byte, sendCounts, sendDispls []int, r
 // checkLayout requires one block per rank, each inside buf.
 func checkLayout(name string, buf []byte, counts, displs []int, p int) error {
 	if len(counts) != p || len(displs) != p {
-		return invalidf("%d %s counts and %d displacements, want %d each", len(counts), name, len(displs), p)
+		return args.Invalidf("%d %s counts and %d displacements, want %d each", len(counts), name, len(displs), p)
 	}
 	for j := range p {
 		if counts[j] < 0 || displs[j] < 0 || displs[j] > len(buf)-counts[j] {
-			return invalidf("%s block %d (count %d at %d) outside the %d-byte buffer", name, j, counts[j], displs[j], len(buf))
+			return args.Invalidf("%s block %d (count %d at %d) outside the %d-byte buffer", name, j, counts[j], displs[j], len(buf))
 		}
 	}
 	return nil
@@ -77,7 +78,7 @@ func (x exchange) run(ctx context.Context, a *arena.Arena, seq uint64, t tuning)
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if overlap(x.send, x.recv) {
+	if args.Overlap(x.send, x.recv) {
 		x.send = append([]byte(nil), x.send...) // keep the outgoing blocks intact
 	}
 	if err := a.Begin(seq); err != nil {
@@ -185,7 +186,7 @@ func (x exchange) rounds(ctx context.Context, a *arena.Arena, t tuning) (mismatc
 			want := min(slot, x.recvCounts[j]-got[j])
 			if c != want { // cannot happen once checkCounts passed
 				if mismatch == nil {
-					mismatch = invalidf("rank %d sends %d bytes in round %d, this rank expects %d (recvCounts[%d] = %d disagrees with that rank's sendCounts)",
+					mismatch = args.Invalidf("rank %d sends %d bytes in round %d, this rank expects %d (recvCounts[%d] = %d disagrees with that rank's sendCounts)",
 						j, c, k, want, j, x.recvCounts[j])
 				}
 				c = 0 // keep to the protocol, move no data

@@ -3,6 +3,7 @@ package intra
 import (
 	"context"
 
+	"github.com/hccl-go/hccl-go/collectives/internal/args"
 	"github.com/hccl-go/hccl-go/transport/arena"
 )
 
@@ -27,16 +28,16 @@ func checkBroadcast(a *arena.Arena, send, recv []byte, root int) error {
 	if err := checkArena(a); err != nil {
 		return err
 	}
-	if err := checkRoot(root, a.Size()); err != nil {
+	if err := args.CheckRoot(root, a.Size()); err != nil {
 		return err
 	}
 	if a.Index() != root {
 		return nil
 	}
-	if err := checkLen("send", send, len(recv)); err != nil {
+	if err := args.CheckLen("send", send, len(recv)); err != nil {
 		return err
 	}
-	return checkAlias(send, recv)
+	return args.CheckAlias(send, recv)
 }
 
 func broadcast(ctx context.Context, a *arena.Arena, seq uint64, send, recv []byte, root int, t tuning) error {
@@ -50,7 +51,7 @@ func broadcast(ctx context.Context, a *arena.Arena, seq uint64, send, recv []byt
 	stamp := opStamp{kind: kindBroadcast, seq: seq, bytes: len(recv), root: root}.encode()
 	switch n := len(recv); {
 	case a.Size() == 1:
-		copyUnlessSame(recv, send)
+		args.CopyUnlessSame(recv, send)
 	case n <= a.InlineBytes(): // empty calls too: they must meet their peers
 		err = broadcastInline(ctx, a, stamp, send, recv, root)
 	default:
@@ -66,7 +67,7 @@ func broadcastInline(ctx context.Context, a *arena.Arena, stamp arena.Stamp, sen
 	if me == root {
 		copy(a.Inline(me, e)[:n], send)
 		postFirst(a, e, stamp)
-		copyUnlessSame(recv, send)
+		args.CopyUnlessSame(recv, send)
 	} else {
 		postFirst(a, e, stamp)
 	}
@@ -91,7 +92,7 @@ func broadcastHalves(ctx context.Context, a *arena.Arena, stamp arena.Stamp, sen
 		first := off == 0
 		post(a, e, stamp, first)
 		if me == root {
-			copyUnlessSame(recv[off:off+m], send[off:off+m])
+			args.CopyUnlessSame(recv[off:off+m], send[off:off+m])
 		}
 		if err := await(ctx, a, e, stamp, first); err != nil {
 			return err

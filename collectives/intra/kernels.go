@@ -1,6 +1,9 @@
 package intra
 
-import "github.com/hccl-go/hccl-go/collectives/reduce"
+import (
+	"github.com/hccl-go/hccl-go/collectives/internal/args"
+	"github.com/hccl-go/hccl-go/collectives/reduce"
+)
 
 // publish writes this rank's contribution src into a shared buffer: a copy,
 // or for PreMulSum the input already multiplied by preMul, so that every
@@ -55,5 +58,5 @@ func local(dt reduce.DType, op reduce.Op, preMul float64, dst, src []byte) {
 		reduce.Scale(dt, dst, src, preMul)
 		return
 	}
-	copyUnlessSame(dst, src)
+	args.CopyUnlessSame(dst, src)
 }

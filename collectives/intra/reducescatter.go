@@ -3,6 +3,7 @@ package intra
 import (
 	"context"
 
+	"github.com/hccl-go/hccl-go/collectives/internal/args"
 	"github.com/hccl-go/hccl-go/collectives/reduce"
 	"github.com/hccl-go/hccl-go/transport/arena"
 )
@@ -28,21 +29,64 @@ func checkReduceScatter(a *arena.Arena, send, recv []byte, dt reduce.DType, op r
 	if err := checkArena(a); err != nil {
 		return err
 	}
-	if err := checkReduction(dt, op); err != nil {
+	if err := args.CheckReduction(dt, op); err != nil {
 		return err
 	}
-	if err := checkElems("recv", recv, dt); err != nil {
+	if err := args.CheckElems("recv", recv, dt); err != nil {
 		return err
 	}
 	m := len(recv)
-	if err := checkLen("send", send, a.Size()*m); err != nil {
+	if err := args.CheckLen("send", send, a.Size()*m); err != nil {
 		return err
 	}
 	me := a.Index()
-	return checkAliasAt(recv, send, send[me*m:(me+1)*m])
+	return args.CheckAliasAt(recv, send, send[me*m:(me+1)*m])
 }
 
 func reduceScatter(ctx context.Context, a *arena.Arena, seq uint64, send, recv []byte, dt reduce.DType, op reduce.Op, preMul float64, t tuning) error {
+	stamp := opStamp{kind: kindReduceScatter, seq: seq, bytes: len(recv), dt: dt, op: op, root: noRoot}
+	return scatterBlocks(ctx, a, seq, stamp, send, recv, evenBlocks(a.Size(), len(recv)), dt, op, preMul, t)
+}
+
+// ReduceScatterV is ReduceScatter with blocks of counts[i] elements for
+// rank i, laid out one after the other in send in rank order:
+// len(send) == sum(counts) elements and len(recv) == counts[rank]. Every
+// rank passes the same counts. In place: recv may be exactly the caller's
+// own block of send. Same protocol and cost as ReduceScatter; a rank whose
+// block is shorter than the longest idles in the epochs past its end.
+func ReduceScatterV(ctx context.Context, a *arena.Arena, seq uint64, send, recv []byte, counts []int, dt reduce.DType, op reduce.Op, preMul float64) error {
+	b, err := checkReduceScatterV(a, send, recv, counts, dt, op)
+	if err != nil {
+		return wrapOp("reducescatterv", a, seq, err)
+	}
+	stamp := opStamp{kind: kindReduceScatterV, seq: seq, bytes: len(send), dt: dt, op: op, root: noRoot}
+	return wrapOp("reducescatterv", a, seq, scatterBlocks(ctx, a, seq, stamp, send, recv, b, dt, op, preMul, defaultTuning()))
+}
+
+func checkReduceScatterV(a *arena.Arena, send, recv []byte, counts []int, dt reduce.DType, op reduce.Op) (blocks, error) {
+	if err := checkArena(a); err != nil {
+		return blocks{}, err
+	}
+	if err := args.CheckReduction(dt, op); err != nil {
+		return blocks{}, err
+	}
+	b, err := countBlocks(counts, a.Size(), dt.Size())
+	if err != nil {
+		return blocks{}, err
+	}
+	me := a.Index()
+	if err := args.CheckLen("send", send, b.total()); err != nil {
+		return blocks{}, err
+	}
+	if err := args.CheckLen("recv", recv, b.size[me]); err != nil {
+		return blocks{}, err
+	}
+	return b, args.CheckAliasAt(recv, send, b.of(send, me))
+}
+
+// scatterBlocks runs a reduce-scatter of send's blocks b as one arena
+// operation stamped with stamp.
+func scatterBlocks(ctx context.Context, a *arena.Arena, seq uint64, stamp opStamp, send, recv []byte, b blocks, dt reduce.DType, op reduce.Op, preMul float64, t tuning) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -50,47 +94,50 @@ func reduceScatter(ctx context.Context, a *arena.Arena, seq uint64, send, recv [
 		return err
 	}
 	var err error
-	stamp := opStamp{kind: kindReduceScatter, seq: seq, bytes: len(recv), dt: dt, op: op, root: noRoot}.encode()
 	switch {
 	case a.Size() == 1:
 		local(dt, op, preMul, recv, send)
-	case len(recv) == 0: // meets the peers all the same
-		err = stampOnly(ctx, a, stamp)
+	case b.longest() == 0: // meets the peers all the same
+		err = stampOnly(ctx, a, stamp.encode())
 	default:
-		r := &reduction{a: a, dt: dt, op: op, preMul: preMul, t: t, stamp: stamp}
-		err = r.scatter(ctx, send, recv)
+		r := &reduction{a: a, dt: dt, op: op, preMul: preMul, t: t, stamp: stamp.encode()}
+		err = r.scatter(ctx, send, recv, b)
 	}
 	endOp(a, err)
 	return err
 }
 
-// scatter is the chunk loop of ReduceScatter.
-func (r *reduction) scatter(ctx context.Context, send, recv []byte) error {
+// scatter is the chunk loop of ReduceScatter over blocks b of send.
+func (r *reduction) scatter(ctx context.Context, send, recv []byte, b blocks) error {
 	a := r.a
-	me, p, m := a.Index(), a.Size(), len(recv)
+	me, p := a.Index(), a.Size()
 	slot := alignDown(min(r.t.sliceBytes, a.HalfBytes()/p), lineBytes)
 	// The own input comes from send, except for PreMulSum (scaled first)
 	// and in place from rank 2 on: reducing into recv overwrites it before
 	// its turn in rank order (ranks 0 and 1 are the first pair, read
 	// before the first write).
-	inPlace := sameMemory(recv, send[me*m:(me+1)*m])
+	inPlace := args.SameMemory(recv, b.of(send, me))
 	ownShared := r.op == reduce.PreMulSum || (inPlace && me >= 2)
-	for off := 0; off < m; off += slot {
-		c := min(slot, m-off)
+	own := b.off[me]
+	for off := 0; off < b.longest(); off += slot {
 		e := a.Next()
 		h := a.Half(me, e)
 		for j := range p {
-			if j != me || ownShared {
-				publish(r.dt, r.op, r.preMul, h[j*slot:j*slot+c], send[j*m+off:j*m+off+c])
+			if c := b.chunk(j, off, slot); c > 0 && (j != me || ownShared) {
+				publish(r.dt, r.op, r.preMul, h[j*slot:j*slot+c], send[b.off[j]+off:b.off[j]+off+c])
 			}
 		}
 		if err := r.step(ctx, e, off == 0); err != nil {
 			return err
 		}
+		c := b.chunk(me, off, slot)
+		if c == 0 {
+			continue // past the end of the own block: only meets the peers
+		}
 		out := recv[off : off+c]
 		reduceInto(r.dt, r.op, out, p, func(j int) []byte {
 			if j == me && !ownShared {
-				return send[me*m+off : me*m+off+c]
+				return send[own+off : own+off+c]
 			}
 			return a.Half(j, e)[me*slot : me*slot+c]
 		})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"runtime"
 
+	"github.com/hccl-go/hccl-go/collectives/internal/args"
 	"github.com/hccl-go/hccl-go/collectives/reduce"
 	"github.com/hccl-go/hccl-go/transport/cma"
 )
@@ -68,7 +69,7 @@ func (r *reduction) singleCopy(ctx context.Context, send, recv []byte) error {
 	rounds := w.rounds()
 	// The result goes straight to recv unless, in place, the own input
 	// comes after the first two operands (see above).
-	direct := !sameMemory(send, recv) || me < 2
+	direct := !args.SameMemory(send, recv) || me < 2
 	in, acc := sc.scratch(slice, !direct)
 	ranks := a.Ranks()
 	first := a.Next() // the epoch posted after window 0

@@ -39,6 +39,8 @@ const (
 	kindReduceScatter
 	kindAllToAllV
 	kindBarrier
+	kindReduceScatterV
+	kindAllGatherV
 )
 
 var kindNames = [...]string{
@@ -49,6 +51,9 @@ var kindNames = [...]string{
 	kindReduceScatter: "reducescatter",
 	kindAllToAllV:     "alltoallv",
 	kindBarrier:       "barrier",
+
+	kindReduceScatterV: "reducescatterv",
+	kindAllGatherV:     "allgatherv",
 }
 
 func (k opKind) String() string {
@@ -60,7 +65,7 @@ func (k opKind) String() string {
 
 // isReduction reports whether dtype and reduce op are part of the call.
 func (k opKind) isReduction() bool {
-	return k == kindAllReduce || k == kindReduce || k == kindReduceScatter
+	return k == kindAllReduce || k == kindReduce || k == kindReduceScatter || k == kindReduceScatterV
 }
 
 // bytesLabel says what opStamp.bytes counts for k.
