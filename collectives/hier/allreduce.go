@@ -1,0 +1,132 @@
+package hier
+
+import (
+	"context"
+	"fmt"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/hccl-go/hccl-go/collectives"
+	"github.com/hccl-go/hccl-go/collectives/internal/args"
+	"github.com/hccl-go/hccl-go/collectives/intra"
+	"github.com/hccl-go/hccl-go/collectives/reduce"
+	"github.com/hccl-go/hccl-go/transport"
+	"github.com/hccl-go/hccl-go/transport/sub"
+)
+
+// AllReduce reduces send over every rank into recv on every rank (same
+// length, whole elements; in place when they are the same memory). With
+// n elements, R_h ranks on host h and H hosts:
+//
+//  1. intra: host h splits the n elements into R_h contiguous pieces and
+//     reduce-scatters them in its arena (intra.ReduceScatterV), local rank
+//     i getting piece i reduced over the host, into its place in recv;
+//  2. inter: the pieces of all hosts are cut at every host's piece
+//     boundaries into segments; each segment lies in one piece per host,
+//     and its owners (one rank per host) all_reduce it across hosts
+//     (collectives.AllReduce over a view of them, in host order). A rank
+//     carries every segment of its piece, all at once, and every rank of
+//     every host carries one piece at the same time: with equal hosts the
+//     segments are the pieces, R_h all_reduces of n/R_h each;
+//  3. intra: each host all-gathers its pieces in its arena
+//     (intra.AllGatherV), in place in recv.
+//
+// Bytes per rank of host h: in the arena those of a reduce-scatter and an
+// all-gather of n among R_h (intra/ALGORITHMS.md); across hosts a ring
+// all_reduce of its n/R_h among H ranks, 2(H-1)/H·n/R_h sent; each host
+// sends 2(H-1)/H·n across in all, as a flat ring that crosses each host
+// boundary once would send 2(p-1)/p·n per rank. Avg sums in every phase
+// and divides once, PreMulSum scales in phase 1.
+func (c *Comm) AllReduce(ctx context.Context, tag transport.Tag, send, recv []byte, dt reduce.DType, op reduce.Op, preMul float64, o collectives.Options) error {
+	return wrapOp("allreduce", c.Rank(), c.allReduce(ctx, tag, send, recv, dt, op, preMul, o))
+}
+
+func (c *Comm) allReduce(ctx context.Context, tag transport.Tag, send, recv []byte, dt reduce.DType, op reduce.Op, preMul float64, o collectives.Options) error {
+	if err := checkAllReduce(send, recv, dt, op); err != nil {
+		return err
+	}
+	es, n := dt.Size(), len(send)/dt.Size()
+	bounds := pieceBounds(n, c.localSize())
+	counts := make([]int, c.localSize())
+	for i := range counts {
+		counts[i] = bounds[i+1] - bounds[i]
+	}
+	mine := recv[bounds[c.local]*es : bounds[c.local+1]*es]
+	first, later := reduce.Phases(op)
+
+	if c.arena == nil {
+		localReduce(dt, first, preMul, recv, send)
+	} else if err := intra.ReduceScatterV(ctx, c.arena, uint64(tag), send, mine, counts, dt, first, preMul); err != nil {
+		return fmt.Errorf("phase 1 (reduce-scatter in host %d): %w", c.host, err)
+	}
+
+	if err := c.allReduceSegments(ctx, tag, recv, bounds[c.local], bounds[c.local+1], n, dt, later, o); err != nil {
+		return fmt.Errorf("phase 2 (all_reduce across hosts): %w", err)
+	}
+	if op == reduce.Avg {
+		reduce.DivideBy(dt, mine, c.Size())
+	}
+
+	if c.arena == nil {
+		return nil
+	}
+	for i := range counts {
+		counts[i] *= es
+	}
+	if err := intra.AllGatherV(ctx, c.arena, uint64(tag), mine, recv, counts); err != nil {
+		return fmt.Errorf("phase 3 (all-gather in host %d): %w", c.host, err)
+	}
+	return nil
+}
+
+// allReduceSegments all_reduces, across hosts, every segment of this
+// rank's piece [lo, hi) of the n elements in buf, each with its owners,
+// all at once.
+func (c *Comm) allReduceSegments(ctx context.Context, tag transport.Tag, buf []byte, lo, hi, n int, dt reduce.DType, op reduce.Op, o collectives.Options) error {
+	if len(c.hosts) == 1 || lo == hi {
+		return nil
+	}
+	es := dt.Size()
+	across := collectives.Options{ChunkBytes: o.ChunkBytes}
+	g, gctx := errgroup.WithContext(ctx)
+	for _, s := range c.segments(n) {
+		if s.lo < lo || s.hi > hi {
+			continue
+		}
+		v, err := sub.New(c.ep, s.owners, s.space)
+		if err != nil {
+			return err
+		}
+		seg := buf[s.lo*es : s.hi*es]
+		g.Go(func() error {
+			if err := collectives.AllReduce(gctx, v, tag, seg, seg, dt, op, across); err != nil {
+				return fmt.Errorf("elements [%d, %d) with ranks %v: %w", s.lo, s.hi, s.owners, err)
+			}
+			return nil
+		})
+	}
+	return g.Wait()
+}
+
+func checkAllReduce(send, recv []byte, dt reduce.DType, op reduce.Op) error {
+	if err := args.CheckReduction(dt, op); err != nil {
+		return err
+	}
+	if err := args.CheckElems("send", send, dt); err != nil {
+		return err
+	}
+	if err := args.CheckLen("recv", recv, len(send)); err != nil {
+		return err
+	}
+	return args.CheckAlias(send, recv)
+}
+
+// localReduce is the reduction over a host of one rank: its input (scaled
+// for PreMulSum).
+func localReduce(dt reduce.DType, op reduce.Op, preMul float64, dst, src []byte) {
+	if op == reduce.PreMulSum {
+		reduce.Scale(dt, dst, src, preMul)
+		return
+	}
+	args.CopyUnlessSame(dst, src)
+}

@@ -1,0 +1,132 @@
+package hier
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/hccl-go/hccl-go/collectives/internal/args"
+	"github.com/hccl-go/hccl-go/transport"
+	"github.com/hccl-go/hccl-go/transport/arena"
+)
+
+// Layout is how a communicator's ranks sit on hosts: Hosts[h] lists host
+// h's ranks in increasing order (their order is the arena's local index),
+// and inter-host phases visit the hosts in the order listed. Every rank
+// must hold the same Layout.
+type Layout struct {
+	Hosts [][]int
+}
+
+// Comm is one rank's side of the hierarchical collectives of a
+// communicator: its place in the Layout, its host's arena and the
+// communicator's links. Operations run one at a time per Comm, as the
+// arena requires (a communicator keeps a Comm per stream).
+type Comm struct {
+	ep      transport.Endpoint
+	arena   *arena.Arena // nil when the rank is alone on its host
+	hosts   [][]int
+	hostOf  []int // host of every rank
+	localOf []int // local index of every rank on its host
+	host    int   // this rank's host
+	local   int   // this rank's local index
+
+	// Direct exchanges (AllGather, ReduceScatter): partners[h][r] is the
+	// rank of host h that exchanges with rank r (receivers); blocks[i]
+	// are the ranks whose blocks local index i of this host holds after
+	// the exchange, in rank order; packedAt[r] is where rank r's block
+	// sits when the host's blocks are laid out local index after local
+	// index (the arena phase's layout).
+	partners [][]int
+	blocks   [][]int
+	packedAt []int
+}
+
+// New checks that layout places every rank of ep exactly once and that a
+// is the arena of this rank's host (nil only for a host of one rank).
+func New(ep transport.Endpoint, a *arena.Arena, layout Layout) (*Comm, error) {
+	if ep == nil {
+		return nil, args.Invalidf("nil endpoint")
+	}
+	p, me := ep.Size(), ep.Rank()
+	c := &Comm{ep: ep, arena: a, hostOf: make([]int, p), localOf: make([]int, p), host: -1}
+	for i := range c.hostOf {
+		c.hostOf[i] = -1
+	}
+	if len(layout.Hosts) > maxSegments {
+		return nil, args.Invalidf("layout of %d hosts: at most %d", len(layout.Hosts), maxSegments)
+	}
+	for h, ranks := range layout.Hosts {
+		if len(ranks) == 0 || !slices.IsSorted(ranks) {
+			return nil, args.Invalidf("layout host %d: ranks %v must be non-empty and increasing", h, ranks)
+		}
+		for i, r := range ranks {
+			if r < 0 || r >= p || c.hostOf[r] >= 0 {
+				return nil, args.Invalidf("layout host %d: rank %d out of range [0, %d) or on two hosts", h, r, p)
+			}
+			c.hostOf[r], c.localOf[r] = h, i
+		}
+		c.hosts = append(c.hosts, slices.Clone(ranks))
+	}
+	for r, h := range c.hostOf {
+		if h < 0 {
+			return nil, args.Invalidf("layout places no host for rank %d", r)
+		}
+	}
+	c.host, c.local = c.hostOf[me], c.localOf[me]
+	mine := c.hosts[c.host]
+	switch {
+	case len(mine) > 1 && a == nil:
+		return nil, args.Invalidf("rank %d shares its host with ranks %v but has no arena", me, mine)
+	case a != nil && !slices.Equal(a.Ranks(), mine):
+		return nil, args.Invalidf("arena of ranks %v, but this rank's host has ranks %v", a.Ranks(), mine)
+	}
+	c.partners = make([][]int, len(c.hosts))
+	for h := range c.hosts {
+		c.partners[h] = c.receivers(h)
+	}
+	c.blocks = c.contributions(c.host, c.partners[c.host])
+	c.packedAt = make([]int, p)
+	at := 0
+	for _, ranks := range c.blocks {
+		for _, r := range ranks {
+			c.packedAt[r] = at
+			at++
+		}
+	}
+	if n := maxSegmentCount(c.hosts); n > maxSegments {
+		return nil, args.Invalidf("hosts of %d sizes split a buffer into up to %d pieces across hosts: at most %d", len(c.hosts), n, maxSegments)
+	}
+	return c, nil
+}
+
+// Rank is this rank in the communicator.
+func (c *Comm) Rank() int { return c.ep.Rank() }
+
+// Size is the number of ranks in the communicator.
+func (c *Comm) Size() int { return c.ep.Size() }
+
+// Hosts is the number of hosts.
+func (c *Comm) Hosts() int { return len(c.hosts) }
+
+// localSize is the number of ranks on this rank's host.
+func (c *Comm) localSize() int { return len(c.hosts[c.host]) }
+
+// leaders are the ranks that stand for their hosts in a rooted
+// collective: root on its own host, elsewhere the rank whose local index
+// is root's modulo the host's size (so that different roots spread the
+// work), in host order. rootAt is root's position in the list.
+func (c *Comm) leaders(root int) (ranks []int, rootAt int) {
+	ranks = make([]int, len(c.hosts))
+	for h, hr := range c.hosts {
+		ranks[h] = hr[c.localOf[root]%len(hr)]
+	}
+	return ranks, c.hostOf[root]
+}
+
+// wrapOp adds the collective's name and the caller's rank to err.
+func wrapOp(name string, rank int, err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("hier %s rank %d: %w", name, rank, err)
+}
