@@ -44,6 +44,13 @@ type Params struct {
 	// ChunkBytes is the pipelining unit of the chain broadcast; 0:
 	// DefaultChunkBytes.
 	ChunkBytes int
+	// ArenaHier says that the hierarchical algorithms run with the hosts
+	// as their groups, whatever their sizes, and their intra-host phases
+	// in a shared-memory arena (collectives/hier): those phases cost
+	// local copies and reductions (CopyBandwidth, ReduceBandwidth) rather
+	// than messages over the intra-host links. Without it they run as
+	// messages over equal groups (collectives.HierAllReduce).
+	ArenaHier bool
 }
 
 // CostModel predicts the time of each algorithm of each collective on one
@@ -59,13 +66,34 @@ type CostModel struct {
 }
 
 // NewCostModel models a measured or loaded graph: its ring is OrderRing's
-// and its hierarchy groups HierarchyGroups'.
+// and its hierarchy groups HierarchyGroups', or with Params.ArenaHier the
+// hosts (ArenaGroups).
 func NewCostModel(g *Graph, p Params) (*CostModel, error) {
 	t, err := NewGraphTopology(g)
 	if err != nil {
 		return nil, err
 	}
-	return NewCostModelWith(t, OrderRing(g), HierarchyGroups(g), p)
+	groups := HierarchyGroups(g)
+	if p.ArenaHier {
+		hosts, _ := GroupHosts(g.HostIDs())
+		groups = ArenaGroups(hosts)
+	}
+	return NewCostModelWith(t, OrderRing(g), groups, p)
+}
+
+// ArenaGroups are the hierarchy groups of the arena-based hierarchical
+// algorithms: the hosts, when there are two or more and at least one
+// holds two or more ranks (else nil: no arena phase to gain from).
+func ArenaGroups(hosts [][]int) [][]int {
+	if len(hosts) < 2 {
+		return nil
+	}
+	for _, h := range hosts {
+		if len(h) > 1 {
+			return hosts
+		}
+	}
+	return nil
 }
 
 // NewClusterModel models a uniform synthetic cluster: its ring visits the
@@ -83,9 +111,10 @@ func NewClusterModel(c Cluster, p Params) (*CostModel, error) {
 }
 
 // NewCostModelWith models any topology with a given ring and hierarchy
-// groups (nil: none). The groups must be disjoint, of equal size, and
-// cover every rank; each group's ranks, and the groups, are put in the
-// order the ring visits them, so hierarchical phases follow the ring.
+// groups (nil: none). The groups must be disjoint, of equal size (with
+// Params.ArenaHier: the hosts, of any sizes), and cover every rank; each
+// group's ranks, and the groups, are put in the order the ring visits
+// them, so hierarchical phases follow the ring.
 func NewCostModelWith(t Topology, ring []int, groups [][]int, p Params) (*CostModel, error) {
 	n := t.Size()
 	if err := checkRing(ring, n); err != nil {
@@ -99,18 +128,43 @@ func NewCostModelWith(t Topology, ring []int, groups [][]int, p Params) (*CostMo
 	}
 	m := &CostModel{t: t, ring: slices.Clone(ring), p: p}
 	if groups != nil {
-		ordered, err := orderGroups(groups, ring)
+		ordered, err := orderGroups(groups, ring, p.ArenaHier)
 		if err != nil {
 			return nil, fmt.Errorf("cost model: %w", err)
+		}
+		if p.ArenaHier {
+			if err := checkHostGroups(t, ordered); err != nil {
+				return nil, fmt.Errorf("cost model: %w", err)
+			}
 		}
 		m.groups = ordered
 	}
 	return m, nil
 }
 
+// checkHostGroups requires every group to be exactly one host's ranks.
+func checkHostGroups(t Topology, groups [][]int) error {
+	size := make([]int, t.NumHosts())
+	for r := range t.Size() {
+		size[t.HostOf(r)]++
+	}
+	for _, gr := range groups {
+		h := t.HostOf(gr[0])
+		for _, r := range gr {
+			if t.HostOf(r) != h {
+				return fmt.Errorf("arena hierarchy group %v spans hosts %d and %d", gr, h, t.HostOf(r))
+			}
+		}
+		if len(gr) != size[h] {
+			return fmt.Errorf("arena hierarchy group %v has %d of host %d's %d ranks", gr, len(gr), h, size[h])
+		}
+	}
+	return nil
+}
+
 // orderGroups checks groups against ring and puts ranks and groups in ring
-// order.
-func orderGroups(groups [][]int, ring []int) ([][]int, error) {
+// order; their sizes must be equal unless uneven.
+func orderGroups(groups [][]int, ring []int, uneven bool) ([][]int, error) {
 	pos := make([]int, len(ring))
 	for i, r := range ring {
 		pos[r] = i
@@ -119,7 +173,7 @@ func orderGroups(groups [][]int, ring []int) ([][]int, error) {
 	count := 0
 	out := make([][]int, len(groups))
 	for k, gr := range groups {
-		if len(gr) != len(groups[0]) || len(gr) == 0 {
+		if len(gr) == 0 || (len(gr) != len(groups[0]) && !uneven) {
 			return nil, fmt.Errorf("hierarchy groups of unequal sizes %d and %d", len(gr), len(groups[0]))
 		}
 		for _, r := range gr {
@@ -173,6 +227,10 @@ func (m *CostModel) Summary() string {
 	switch {
 	case m.groups == nil:
 		b.WriteString("hierarchy: none\n")
+	case m.p.ArenaHier && len(m.groups) <= 16:
+		fmt.Fprintf(&b, "hierarchy: %d hosts, shared-memory arena inside each: %v\n", len(m.groups), m.groups)
+	case m.p.ArenaHier:
+		fmt.Fprintf(&b, "hierarchy: %d hosts, shared-memory arena inside each\n", len(m.groups))
 	case len(m.groups) <= 16:
 		fmt.Fprintf(&b, "hierarchy: %d groups of %d: %v\n", len(m.groups), len(m.groups[0]), m.groups)
 	default:
@@ -208,7 +266,7 @@ func (m *CostModel) Algorithms(op string) ([]string, error) {
 	case OpBroadcast:
 		algos = []string{AlgoChain, AlgoTree}
 	}
-	if m.groups != nil && op != OpBroadcast {
+	if m.groups != nil && (op != OpBroadcast || m.p.ArenaHier) {
 		algos = append(algos, AlgoHier)
 	}
 	return algos, nil

@@ -43,6 +43,9 @@ func (m *CostModel) allReduce(algo string, n float64) float64 {
 	case AlgoHD:
 		return m.recursive(n, true)
 	default: // AlgoHier
+		if m.p.ArenaHier {
+			return m.arenaAllReduce(n)
+		}
 		groups, cross := m.groups, m.crossRings()
 		r, h := float64(len(groups[0])), float64(len(groups))
 		// Reduce-scatter in each group: shard i (n/R) summed on member i.
@@ -133,6 +136,9 @@ func (m *CostModel) allGather(algo string, n float64) float64 {
 	if algo == AlgoRing {
 		return m.ringsPhase([][]int{m.ring}, p-1, n/float64(p))
 	}
+	if m.p.ArenaHier {
+		return m.arenaAllGather(n)
+	}
 	// Hierarchical: gather the H blocks of one's shard index across groups,
 	// then all-gather the groups' n/R in each group.
 	groups := m.groups
@@ -144,6 +150,9 @@ func (m *CostModel) reduceScatter(algo string, n float64) float64 {
 	p := float64(m.t.Size())
 	if algo == AlgoRing {
 		return m.ringsPhase([][]int{m.ring}, m.t.Size()-1, n/p) + m.reduceTime((p-1)/p*n)
+	}
+	if m.p.ArenaHier {
+		return m.arenaReduceScatter(n)
 	}
 	// Hierarchical: reduce-scatter in each group into n/R shards, then
 	// reduce-scatter each shard across groups into n/p blocks.
@@ -158,32 +167,58 @@ func (m *CostModel) broadcast(algo string, n float64) float64 {
 	if p < 2 || n == 0 {
 		return 0
 	}
-	if algo == AlgoTree {
-		// Binomial tree from rank 0: at distance d = 2^(L-1) ... 1, every
-		// rank that has the data and is a multiple of 2d sends it on.
-		t := 0.0
-		for d := 1 << (bitsFor(p) - 1); d >= 1; d /= 2 {
-			var flows []flow
-			for v := 0; v+d < p; v += 2 * d {
-				flows = append(flows, flow{v, v + d, n})
-			}
-			t += m.stepTime(flows)
-		}
-		return t
+	switch {
+	case algo == AlgoTree:
+		return m.treeBroadcast(identityRanks(p), n)
+	case algo == AlgoHier: // only with ArenaHier (Algorithms)
+		return m.arenaBroadcast(n)
 	}
-	// Chain along the ring from rank 0, pipelined in chunks: the first
-	// chunk crosses every hop, the others follow at the slowest hop's pace.
-	c := min(float64(m.p.ChunkBytes), n)
-	chunks := math.Ceil(n / c)
+	// Chain along the ring from rank 0.
 	start := 0
 	for i, r := range m.ring {
 		if r == 0 {
 			start = i
 		}
 	}
+	chain := make([]int, p)
+	for i := range chain {
+		chain[i] = m.ring[(start+i)%p]
+	}
+	return m.chainBroadcast(chain, n)
+}
+
+// treeBroadcast is a binomial tree over ranks from ranks[0]: at distance
+// d = 2^(L-1) ... 1, every position that has the data and is a multiple
+// of 2d sends it on.
+func (m *CostModel) treeBroadcast(ranks []int, n float64) float64 {
+	p := len(ranks)
+	if p < 2 || n == 0 {
+		return 0
+	}
+	t := 0.0
+	for d := 1 << (bitsFor(p) - 1); d >= 1; d /= 2 {
+		var flows []flow
+		for v := 0; v+d < p; v += 2 * d {
+			flows = append(flows, flow{ranks[v], ranks[v+d], n})
+		}
+		t += m.stepTime(flows)
+	}
+	return t
+}
+
+// chainBroadcast is a chain along ranks from ranks[0], pipelined in
+// chunks: the first chunk crosses every hop, the others follow at the
+// slowest hop's pace.
+func (m *CostModel) chainBroadcast(ranks []int, n float64) float64 {
+	p := len(ranks)
+	if p < 2 || n == 0 {
+		return 0
+	}
+	c := min(float64(m.p.ChunkBytes), n)
+	chunks := math.Ceil(n / c)
 	flows := make([]flow, p-1)
 	for i := range flows {
-		flows[i] = flow{m.ring[(start+i)%p], m.ring[(start+i+1)%p], c}
+		flows[i] = flow{ranks[i], ranks[i+1], c}
 	}
 	sum, slowest := 0.0, 0.0
 	for i, r := range m.rates(flows) {
@@ -192,6 +227,14 @@ func (m *CostModel) broadcast(algo string, n float64) float64 {
 		slowest = max(slowest, hop)
 	}
 	return sum + (chunks-1)*slowest
+}
+
+func identityRanks(p int) []int {
+	ranks := make([]int, p)
+	for i := range ranks {
+		ranks[i] = i
+	}
+	return ranks
 }
 
 // bitsFor is ceil(log2 p) for p >= 1 (0 for p = 1).

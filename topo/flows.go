@@ -50,22 +50,32 @@ func (m *CostModel) stepTime(flows []flow) float64 {
 // (for equal links, steps · (α + chunk·β)). The phase ends with its
 // slowest ring.
 func (m *CostModel) ringsPhase(rings [][]int, steps int, chunk float64) float64 {
+	chunks := make([]float64, len(rings))
+	for i := range chunks {
+		chunks[i] = chunk
+	}
+	return m.ringsPhaseSized(rings, steps, chunks)
+}
+
+// ringsPhaseSized is ringsPhase with chunks[i] bytes per step on ring i.
+func (m *CostModel) ringsPhaseSized(rings [][]int, steps int, chunks []float64) float64 {
 	var flows []flow
-	for _, ring := range rings {
+	for k, ring := range rings {
 		if len(ring) < 2 {
 			continue
 		}
 		for i, a := range ring {
-			flows = append(flows, flow{a, ring[(i+1)%len(ring)], chunk})
+			flows = append(flows, flow{a, ring[(i+1)%len(ring)], chunks[k]})
 		}
 	}
 	r := m.rates(flows)
 	worst, at := 0.0, 0
-	for _, ring := range rings {
+	for ri, ring := range rings {
 		k := len(ring)
 		if k < 2 {
 			continue
 		}
+		chunk := chunks[ri]
 		latency, slowest := 0.0, r[at]
 		for i := 0; i < k; i++ {
 			f := flows[at+i]

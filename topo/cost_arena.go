@@ -1,0 +1,188 @@
+package topo
+
+import (
+	"cmp"
+	"slices"
+)
+
+// The hierarchical algorithms with Params.ArenaHier (collectives/hier).
+// The groups are the hosts, R_h ranks on host h, H hosts. The intra-host
+// phases run in a shared-memory arena: they cost the local copies and
+// reductions each rank makes there (collectives/intra/ALGORITHMS.md) and
+// a fixed cost per arena operation, not messages over the intra-host
+// links. The one inter-host phase runs as flows over the links, sharing
+// the hosts' NICs. A host of one rank has no arena phase.
+
+// arenaOpSeconds is the fixed cost of one arena operation: posts and
+// waits on flags in shared memory, a few microseconds on a loaded host.
+const arenaOpSeconds = 5e-6
+
+// ArenaHier reports whether the model's hierarchical algorithms are the
+// arena-based ones (Params.ArenaHier with hosts to group).
+func (m *CostModel) ArenaHier() bool { return m.p.ArenaHier && m.groups != nil }
+
+// arenaScatterPhase is an arena reduce-scatter of n bytes among r ranks:
+// each publishes the (r-1)/r·n others reduce and reduces its n/r over r
+// inputs.
+func (m *CostModel) arenaScatterPhase(n float64, r int) float64 {
+	if r == 1 {
+		return 0
+	}
+	f := float64(r-1) / float64(r) * n
+	return arenaOpSeconds + m.copyTime(f) + m.reduceTime(f)
+}
+
+// arenaCopyPhase is an arena all-gather (or broadcast) of n bytes among r
+// ranks: each rank copies about n through shared memory.
+func (m *CostModel) arenaCopyPhase(n float64, r int) float64 {
+	if r == 1 {
+		return 0
+	}
+	return arenaOpSeconds + m.copyTime(n)
+}
+
+// slowestHost is the largest cost(size of host) over the hosts.
+func (m *CostModel) slowestHost(cost func(r int) float64) float64 {
+	worst := 0.0
+	for _, g := range m.groups {
+		worst = max(worst, cost(len(g)))
+	}
+	return worst
+}
+
+// arenaAllReduce: reduce-scatter in each host, all_reduce of every
+// segment across hosts among its owners (all at once), all-gather in each
+// host.
+func (m *CostModel) arenaAllReduce(n float64) float64 {
+	h := len(m.groups)
+	rings, chunks := m.segmentRings(n)
+	minR := len(m.groups[0])
+	for _, g := range m.groups {
+		minR = min(minR, len(g))
+	}
+	t := m.slowestHost(func(r int) float64 { return m.arenaScatterPhase(n, r) })
+	t += m.ringsPhaseSized(rings, 2*(h-1), chunks) + m.reduceTime(float64(h-1)/float64(h)*n/float64(minR))
+	return t + m.slowestHost(func(r int) float64 { return m.arenaCopyPhase(n, r) })
+}
+
+// arenaAllGather (n: the output): every rank sends its block to one rank
+// of every other host at once, then each host all-gathers n in its arena
+// and copies the blocks into place.
+func (m *CostModel) arenaAllGather(n float64) float64 {
+	b := n / float64(m.t.Size())
+	var flows []flow
+	for h := range m.groups {
+		for r, partner := range m.partners(h) {
+			if partner != r {
+				flows = append(flows, flow{r, partner, b})
+			}
+		}
+	}
+	return m.stepTime(flows) + m.slowestHost(func(r int) float64 {
+		if r == 1 {
+			return 0 // blocks land in place
+		}
+		return m.arenaCopyPhase(n, r) + m.copyTime(n)
+	})
+}
+
+// arenaReduceScatter (n: the input): each host packs and reduce-scatters
+// n in its arena, then every rank sends each host partial it holds to the
+// block's rank at once, which reduces the H partials of its block.
+func (m *CostModel) arenaReduceScatter(n float64) float64 {
+	p := m.t.Size()
+	b := n / float64(p)
+	var flows []flow
+	for h := range m.groups {
+		for r, partner := range m.partners(h) {
+			if partner != r {
+				flows = append(flows, flow{partner, r, b})
+			}
+		}
+	}
+	t := m.slowestHost(func(r int) float64 {
+		if r == 1 {
+			return 0
+		}
+		return m.copyTime(n) + m.arenaScatterPhase(n, r) // pack, reduce-scatter
+	})
+	return t + m.stepTime(flows) + m.reduceTime(float64(len(m.groups)-1)*b)
+}
+
+// arenaBroadcast from rank 0: the host leaders broadcast across hosts (a
+// tree or a chain, whichever is faster), then each broadcasts n in its
+// arena.
+func (m *CostModel) arenaBroadcast(n float64) float64 {
+	root := m.hostIndex()[0]
+	leaders := make([]int, len(m.groups))
+	local0 := slices.Index(slices.Sorted(slices.Values(m.groups[root])), 0)
+	for i := range leaders {
+		g := slices.Sorted(slices.Values(m.groups[(root+i)%len(m.groups)]))
+		leaders[i] = g[local0%len(g)]
+	}
+	across := min(m.chainBroadcast(leaders, n), m.treeBroadcast(leaders, n))
+	return across + m.slowestHost(func(r int) float64 { return m.arenaCopyPhase(n, r) })
+}
+
+// hostIndex maps every rank to its group.
+func (m *CostModel) hostIndex() []int {
+	of := make([]int, m.t.Size())
+	for h, g := range m.groups {
+		for _, r := range g {
+			of[r] = h
+		}
+	}
+	return of
+}
+
+// partners pairs host h's ranks with the others' for a direct exchange,
+// as collectives/hier does: the k-th rank of another host, in rank order,
+// goes to h's local rank k modulo its size (its own ranks to themselves).
+func (m *CostModel) partners(h int) []int {
+	of := m.hostIndex()
+	mine := slices.Sorted(slices.Values(m.groups[h]))
+	out := make([]int, len(of))
+	k := 0
+	for r, hh := range of {
+		if hh == h {
+			out[r] = r
+			continue
+		}
+		out[r] = mine[k%len(mine)]
+		k++
+	}
+	return out
+}
+
+// segmentRings are the inter-host all_reduces of collectives/hier: each
+// host splits the buffer evenly among its ranks (in rank order), the
+// buffer is cut at every host's piece boundaries, and each segment is
+// all_reduced among its owners, one per host, in host order. chunks[i] is
+// what a step of segment i's ring carries: its bytes over H.
+func (m *CostModel) segmentRings(n float64) (rings [][]int, chunks []float64) {
+	type cut struct{ k, r int } // the fraction k/r of the buffer
+	var cuts []cut
+	for _, g := range m.groups {
+		for k := range len(g) + 1 {
+			cuts = append(cuts, cut{k, len(g)})
+		}
+	}
+	less := func(a, b cut) int { return cmp.Compare(a.k*b.r, b.k*a.r) }
+	slices.SortFunc(cuts, less)
+	cuts = slices.CompactFunc(cuts, func(a, b cut) bool { return less(a, b) == 0 })
+	sorted := make([][]int, len(m.groups))
+	for h, g := range m.groups {
+		sorted[h] = slices.Sorted(slices.Values(g))
+	}
+	h := float64(len(m.groups))
+	for i := 0; i+1 < len(cuts); i++ {
+		lo, hi := float64(cuts[i].k)/float64(cuts[i].r), float64(cuts[i+1].k)/float64(cuts[i+1].r)
+		ring := make([]int, len(m.groups))
+		for g, ranks := range sorted {
+			ring[g] = ranks[int((lo+hi)/2*float64(len(ranks)))]
+		}
+		rings = append(rings, ring)
+		chunks = append(chunks, (hi-lo)*n/h)
+	}
+	return rings, chunks
+}
