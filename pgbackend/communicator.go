@@ -14,6 +14,7 @@ import (
 	"go.uber.org/atomic"
 
 	"github.com/hccl-go/hccl-go/collectives"
+	"github.com/hccl-go/hccl-go/collectives/hier"
 	"github.com/hccl-go/hccl-go/collectives/intra"
 	"github.com/hccl-go/hccl-go/streams"
 	"github.com/hccl-go/hccl-go/transport"
@@ -49,12 +50,19 @@ type Communicator struct {
 	issueMu sync.Mutex         // taking seq and queuing the op are one step
 	sched   *streams.Scheduler // runs the collective streams (streams.go)
 	streams []*streams.Stream
-	// arenas, one per stream, are set when every rank shares this host:
-	// collectives then run in shared memory (collectives/intra).
+	// arenas, one per stream, are set when this rank shares its host with
+	// other ranks of the communicator (HCCL_GO_SHM_COLLECTIVES): among
+	// them. When every rank shares this host, collectives run in shared
+	// memory (collectives/intra, arenaFor); otherwise the arenas carry the
+	// intra-host phases of the hierarchical collectives (hiers).
 	arenas [numStreams]*arena.Arena
-	p2p    *p2pQueues
-	topo   *topology  // learned at init (topology.go); nil when built by New
-	stats  *commStats // bytes on the links per op kind (stats.go)
+	// hiers, one per stream, are set when the communicator spans several
+	// hosts and every shared host has its arenas (topology.go): the
+	// hierarchical algorithm then runs as collectives/hier.
+	hiers [numStreams]*hier.Comm
+	p2p   *p2pQueues
+	topo  *topology  // learned at init (topology.go); nil when built by New
+	stats *commStats // bytes on the links per op kind (stats.go)
 
 	// singleCopy, one per arena, is its single-copy state.
 	singleCopy [numStreams]*intra.SingleCopy
@@ -179,8 +187,11 @@ func (c *Communicator) submitCollective(stream int, op opDesc, body func(ctx con
 	c.issueMu.Lock()
 	defer c.issueMu.Unlock()
 	op.Seq, op.Stream, op.Route = c.seq.Inc(), stream, "messages"
-	if c.arenaFor(stream, collectives.Options{Algo: op.Algo}) != nil {
+	switch {
+	case c.arenaFor(stream, collectives.Options{Algo: op.Algo}) != nil:
 		op.Route = "arena"
+	case op.Algo == collectives.Hier && c.hiers[stream] != nil:
+		op.Route = "hier+arena" // intra-host phases in the arena
 	}
 	o, issued := c.newCommOp(op, body)
 	return r.SubmitOp(o, issued), nil

@@ -13,8 +13,10 @@ import (
 // float32 accumulation (collectives.AllReduceCompressed). It applies to
 // the message path only, TCP across hosts above all: single-host
 // communicators run all_reduce in a shared-memory arena, where there is no
-// link to save bytes on, and those stay exact. Other dtypes and ops are
-// never compressed.
+// link to save bytes on, and those stay exact. Across hosts a compressed
+// all_reduce is the compressed ring over every link, intra-host ones
+// included, in place of the hierarchical algorithm. Other dtypes and ops
+// are never compressed.
 
 // compression is the communicator's wire compression setting.
 func (c *Communicator) compression() collectives.Compression {

@@ -37,8 +37,10 @@ type Config struct {
 	StreamsPerPeer int
 	// ChunkBytes is the pipelining unit of ring/chain algorithms (0 = default).
 	ChunkBytes int
-	// ShmCollectives runs collectives of single-host communicators
-	// directly in shared memory (collectives/intra) instead of as messages.
+	// ShmCollectives gives the ranks that share a host a shared-memory
+	// arena (collectives/intra): single-host communicators run their
+	// collectives in it, multi-host ones the intra-host phases of the
+	// hierarchical algorithms (collectives/hier), instead of messages.
 	ShmCollectives bool
 	// SingleCopy lets those collectives read peers' buffers directly
 	// (process_vm_readv) where the kernel allows it (intra.SingleCopy).
@@ -102,7 +104,7 @@ var Vars = []Var{
 		func(c *Config, v string) error { return setInt(&c.StreamsPerPeer, v, 1, 64) }},
 	{"HCCL_GO_CHUNK_BYTES", "0", "Pipelining chunk of ring/chain algorithms in bytes (0: the library's default).",
 		func(c *Config, v string) error { return setInt(&c.ChunkBytes, v, 0, 1<<30) }},
-	{"HCCL_GO_SHM_COLLECTIVES", "1", "`1`: when all ranks share one host, collectives work directly in shared memory; `0`: as messages over the shm transport.",
+	{"HCCL_GO_SHM_COLLECTIVES", "1", "`1`: ranks that share a host work directly in shared memory: the whole collective when all ranks share one host, the intra-host phases of the hierarchical algorithms across hosts; `0`: as messages over the shm transport.",
 		func(c *Config, v string) error { return setBool(&c.ShmCollectives, v) }},
 	{"HCCL_GO_SINGLE_COPY", "1", "`1`: the shared-memory all_reduce of 256 KiB to 1 MiB (at 2 ranks; 2 MiB/ranks beyond) reads peers' buffers directly with process_vm_readv where the kernel allows it (probed once, all ranks agree, else shared memory); `0`: always staged through shared memory.",
 		func(c *Config, v string) error { return setBool(&c.SingleCopy, v) }},

@@ -88,19 +88,24 @@ func connect(ctx context.Context, l *tcp.Listener, rv Rendezvous, cfg Config) (*
 		}
 	}
 	c := New(hybrid.New(rv.Rank, size, routes), cfg, kinds) // closes both endpoints
-	if len(local) == size && cfg.ShmCollectives {
-		for i := range c.streams { // an arena per stream: each runs one op at a time
+	if cfg.ShmCollectives {
+		// An arena per stream (each runs one op at a time) among the ranks
+		// of this host: the whole op when they are the whole communicator,
+		// else the intra-host phases of the hierarchical collectives.
+		for i := range c.streams {
 			a, err := arena.Connect(ctx, rv.Rank, local, fmt.Sprintf("%s-s%d", jobID(rv), i), arena.Config{})
 			if err != nil {
 				_ = c.Destroy()
-				return nil, fmt.Errorf("init rank %d: shared-memory arena: %w", rv.Rank, err)
+				return nil, fmt.Errorf("init rank %d: shared-memory arena with ranks %v: %w", rv.Rank, local, err)
 			}
 			c.arenas[i] = a
-			c.singleCopy[i] = intra.NewSingleCopy(cfg.SingleCopy)
+			if len(local) == size {
+				c.singleCopy[i] = intra.NewSingleCopy(cfg.SingleCopy)
+			}
 		}
-		for i := range kinds {
-			if i != rv.Rank {
-				kinds[i] = "shm+arena"
+		for _, p := range local {
+			if p != rv.Rank {
+				kinds[p] = "shm+arena"
 			}
 		}
 	}

@@ -23,7 +23,7 @@ type opDesc struct {
 	Counts uint64 // hash of a v-collective's per-rank counts (0: none)
 	Stream int    // collective stream index; -1 for point-to-point
 	Algo   collectives.Algorithm
-	Route  string // "arena", "messages" or "p2p", set when queued
+	Route  string // "arena", "hier+arena", "messages" or "p2p", set when queued
 }
 
 // reduction describes a collective with a reduction (dt and op apply).
@@ -100,7 +100,8 @@ func redOpName(op reduce.Op) string {
 	return op.String()
 }
 
-// algo records the algorithm override in force for the op.
+// algo records the op's algorithm: the one chosen when it was issued (the
+// override in force, or the cost model's choice), or Auto.
 func (d opDesc) algo(o collectives.Options) opDesc {
 	d.Algo = o.Algo
 	return d

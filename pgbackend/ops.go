@@ -8,6 +8,7 @@ import (
 	"github.com/hccl-go/hccl-go/collectives/intra"
 	"github.com/hccl-go/hccl-go/collectives/reduce"
 	"github.com/hccl-go/hccl-go/streams"
+	"github.com/hccl-go/hccl-go/topo"
 	"github.com/hccl-go/hccl-go/transport"
 	"github.com/hccl-go/hccl-go/transport/arena"
 )
@@ -22,7 +23,7 @@ func (c *Communicator) AllReduce(send, recv []byte, dt reduce.DType, op reduce.O
 	if err := c.checkReduction("allreduce", dt, op, send, recv, len(send)); err != nil {
 		return nil, err
 	}
-	o := c.options("allreduce", preMul)
+	o := c.pick(stream, topo.OpAllReduce, len(send), c.options("allreduce", preMul), allReduceAlgos())
 	return c.submitCollective(stream, reduction("allreduce", len(send), dt, op, -1).algo(o), func(ctx context.Context, tag transport.Tag) error {
 		if a := c.arenaFor(stream, o); a != nil {
 			return intra.AllReduceWith(ctx, a, c.singleCopy[stream], uint64(tag), send, recv, dt, op, preMul)
@@ -30,7 +31,7 @@ func (c *Communicator) AllReduce(send, recv []byte, dt reduce.DType, op reduce.O
 		if handled, err := c.allReduceCompressed(ctx, tag, send, recv, dt, op, o); handled {
 			return err
 		}
-		return c.allReduce(ctx, tag, send, recv, dt, op, o)
+		return c.allReduce(ctx, stream, tag, send, recv, dt, op, o)
 	})
 }
 
@@ -42,12 +43,12 @@ func (c *Communicator) Broadcast(send, recv []byte, root, stream int) (*streams.
 	if c.rank == root && len(send) != len(recv) {
 		return nil, c.invalid("broadcast", "send has %d bytes, recv %d", len(send), len(recv))
 	}
-	o := c.options("broadcast", 0)
+	o := c.pick(stream, topo.OpBroadcast, len(recv), c.options("broadcast", 0), broadcastAlgos())
 	return c.submitCollective(stream, movement("broadcast", len(recv), root).algo(o), func(ctx context.Context, tag transport.Tag) error {
 		if a := c.arenaFor(stream, o); a != nil {
 			return intra.Broadcast(ctx, a, uint64(tag), send, recv, root)
 		}
-		return c.broadcast(ctx, tag, send, recv, root, o)
+		return c.broadcast(ctx, stream, tag, send, recv, root, o)
 	})
 }
 
@@ -65,10 +66,13 @@ func (c *Communicator) Reduce(send, recv []byte, dt reduce.DType, op reduce.Op, 
 	if err := c.checkReduction("reduce", dt, op, send, send, want); err != nil {
 		return nil, err
 	}
-	o := c.options("reduce", preMul)
+	o := c.pickReduce(stream, c.options("reduce", preMul))
 	return c.submitCollective(stream, reduction("reduce", len(send), dt, op, root).algo(o), func(ctx context.Context, tag transport.Tag) error {
 		if a := c.arenaFor(stream, o); a != nil {
 			return intra.Reduce(ctx, a, uint64(tag), send, recv, dt, op, preMul, root)
+		}
+		if o.Algo == collectives.Hier {
+			return c.hiers[stream].Reduce(ctx, tag, send, recv, dt, op, preMul, root, o)
 		}
 		return collectives.Reduce(ctx, c.ep, tag, send, recv, dt, op, root, o)
 	})
@@ -79,12 +83,12 @@ func (c *Communicator) AllGather(send, recv []byte, stream int) (*streams.Work, 
 	if len(recv) != c.size*len(send) {
 		return nil, c.invalid("allgather", "recv has %d bytes, want %d ranks x %d", len(recv), c.size, len(send))
 	}
-	o := c.options("allgather", 0)
+	o := c.pick(stream, topo.OpAllGather, len(recv), c.options("allgather", 0), movementAlgos())
 	return c.submitCollective(stream, movement("allgather", len(recv), -1).algo(o), func(ctx context.Context, tag transport.Tag) error {
 		if a := c.arenaFor(stream, o); a != nil {
 			return intra.AllGather(ctx, a, uint64(tag), send, recv)
 		}
-		return c.allGather(ctx, tag, send, recv, o)
+		return c.allGather(ctx, stream, tag, send, recv, o)
 	})
 }
 
@@ -113,12 +117,12 @@ func (c *Communicator) ReduceScatter(send, recv []byte, dt reduce.DType, op redu
 	if len(send) != c.size*len(recv) {
 		return nil, c.invalid("reducescatter", "send has %d bytes, want %d ranks x %d", len(send), c.size, len(recv))
 	}
-	o := c.options("reducescatter", preMul)
+	o := c.pick(stream, topo.OpReduceScatter, len(send), c.options("reducescatter", preMul), movementAlgos())
 	return c.submitCollective(stream, reduction("reducescatter", len(send), dt, op, -1).algo(o), func(ctx context.Context, tag transport.Tag) error {
 		if a := c.arenaFor(stream, o); a != nil {
 			return intra.ReduceScatter(ctx, a, uint64(tag), send, recv, dt, op, preMul)
 		}
-		return c.reduceScatter(ctx, tag, send, recv, dt, op, o)
+		return c.reduceScatter(ctx, stream, tag, send, recv, dt, op, o)
 	})
 }
 
@@ -202,13 +206,17 @@ func (c *Communicator) Barrier(stream int) (*streams.Work, error) {
 }
 
 // arenaFor returns the stream's shared-memory arena when the op should run
-// there: the communicator lives on one host and no message algorithm was
-// forced for the op (HCCL_GO_ALGO=shm also selects the arena explicitly).
+// there whole: the communicator lives on one host and no message algorithm
+// was forced for the op (HCCL_GO_ALGO=shm also selects the arena
+// explicitly).
 func (c *Communicator) arenaFor(stream int, o collectives.Options) *arena.Arena {
 	if o.Algo != collectives.Auto && o.Algo != "shm" {
 		return nil
 	}
-	return c.arenas[stream]
+	if a := c.arenas[stream]; a != nil && a.Size() == c.size {
+		return a
+	}
+	return nil
 }
 
 func (c *Communicator) options(op string, preMul float64) collectives.Options {

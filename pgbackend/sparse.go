@@ -7,6 +7,7 @@ import (
 	"github.com/hccl-go/hccl-go/collectives/intra"
 	"github.com/hccl-go/hccl-go/collectives/reduce"
 	"github.com/hccl-go/hccl-go/streams"
+	"github.com/hccl-go/hccl-go/topo"
 	"github.com/hccl-go/hccl-go/transport"
 )
 
@@ -25,14 +26,16 @@ func (c *Communicator) SparseAllReduce(indices []int64, values []byte, dt reduce
 	if o.Algo == "shm" {
 		o.Algo = collectives.Auto // names the arena path, which has no sparse variant
 	}
+	// The dense fallback's algorithm, chosen now as AllReduce's.
+	denseOpts := c.pick(stream, topo.OpAllReduce, len(dense), o, allReduceAlgos())
 	desc := reduction("sparse_allreduce", len(dense), dt, reduce.Sum, -1)
 	return c.submitCollective(stream, desc, func(ctx context.Context, tag transport.Tag) error {
 		so := collectives.SparseOptions{Options: o}
 		so.Dense = func(ctx context.Context, buf []byte) error {
-			if a := c.arenaFor(stream, o); a != nil {
+			if a := c.arenaFor(stream, denseOpts); a != nil {
 				return intra.AllReduce(ctx, a, uint64(tag), buf, buf, dt, reduce.Sum, 0)
 			}
-			return c.allReduce(ctx, tag, buf, buf, dt, reduce.Sum, o)
+			return c.allReduce(ctx, stream, tag, buf, buf, dt, reduce.Sum, denseOpts)
 		}
 		_, err := collectives.SparseAllReduce(ctx, c.ep, tag, indices, values, dt, dense, so)
 		return err

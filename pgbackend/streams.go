@@ -11,8 +11,8 @@ import (
 // one scheduler (streams package): in order within a stream, concurrently
 // across streams. Stream StreamHighPriority is granted workers before the
 // others when HCCL_GO_STREAM_WORKERS binds; every other stream has normal
-// priority. Single-host communicators have a shared-memory arena per
-// stream (an arena runs one op at a time). Point-to-point ops have queues of
+// priority. Ranks that share a host have a shared-memory arena per stream
+// (an arena runs one op at a time). Point-to-point ops have queues of
 // their own (p2p.go), outside the budget.
 
 // MaxStreams is the most collective streams a communicator may have.

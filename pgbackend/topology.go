@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hccl-go/hccl-go/collectives"
+	"github.com/hccl-go/hccl-go/collectives/hier"
 	"github.com/hccl-go/hccl-go/topo"
 	"github.com/hccl-go/hccl-go/transport"
 	"github.com/hccl-go/hccl-go/transport/sub"
@@ -65,7 +66,12 @@ type topology struct {
 	model     *topo.CostModel // nil: the collectives choose by size alone
 	ring      []int           // the order ring and chain algorithms follow
 	hier      collectives.Hierarchy
-	log       *infoLog
+	// hosts is the layout of the arena-based hierarchical collectives
+	// (collectives/hier) when they apply: the model's groups are the hosts
+	// and every shared host has its arenas. Nil otherwise: hierarchical
+	// algorithms then run as messages over hier's equal groups.
+	hosts *hier.Layout
+	log   *infoLog
 }
 
 // TopologyInfo is what a communicator learned of its links at init (zero
@@ -108,23 +114,34 @@ func Connect(ctx context.Context, l *tcp.Listener, rv Rendezvous, cfg Config) (*
 	}
 	ctx, cancel := context.WithTimeout(ctx, cfg.ConnectTimeout)
 	defer cancel()
-	t, err := discoverTopology(ctx, c.ep, rv, cfg)
+	t, err := discoverTopology(ctx, c.ep, rv, cfg, c.arenas[0] != nil)
 	if err != nil {
 		_ = c.Destroy()
 		return nil, fmt.Errorf("init rank %d of %d: topology: %w", rv.Rank, len(rv.Addrs), err)
 	}
 	c.topo = t
 	c.addrs = rv.Addrs
+	if t.hosts != nil {
+		for i := range c.streams {
+			if c.hiers[i], err = hier.New(c.ep, c.arenas[i], *t.hosts); err != nil {
+				_ = c.Destroy()
+				return nil, fmt.Errorf("init rank %d of %d: hierarchical collectives: %w", rv.Rank, len(rv.Addrs), err)
+			}
+		}
+	}
 	return c, nil
 }
 
 // discoverTopology runs discovery over ep (before any op uses it).
-func discoverTopology(ctx context.Context, ep transport.Endpoint, rv Rendezvous, cfg Config) (*topology, error) {
+// hasArena says whether this rank has shared-memory arenas with the other
+// ranks of its host.
+func discoverTopology(ctx context.Context, ep transport.Endpoint, rv Rendezvous, cfg Config, hasArena bool) (*topology, error) {
 	n, rank := ep.Size(), ep.Rank()
 	hosts := hostIDsOf(rv, n)
 	t := &topology{log: newInfoLog(cfg, rank)}
-	nhosts, _ := topo.GroupHosts(hosts)
+	nhosts, hostOf := topo.GroupHosts(hosts)
 	mine, loaded, prepErr := prepare(cfg, hosts, len(nhosts))
+	mine.noArena = len(nhosts[hostOf[rank]]) > 1 && !hasArena
 	var all []rankInfo
 	view, err := sub.New(ep, identity(n), topoSpace)
 	if err != nil {
@@ -161,6 +178,7 @@ func discoverTopology(ctx context.Context, ep transport.Endpoint, rv Rendezvous,
 	}
 	if t.source != "hosts" || len(nhosts) > 1 {
 		params := modelParams(all, cfg)
+		params.ArenaHier = arenaHier(all, nhosts, t.graph)
 		if t.graph != nil {
 			t.model, err = topo.NewCostModel(t.graph, params)
 		} else {
@@ -171,6 +189,12 @@ func discoverTopology(ctx context.Context, ep transport.Endpoint, rv Rendezvous,
 		}
 		if groups := t.model.Groups(); len(groups) > 0 {
 			t.hier.Groups = groups // else nil: no hierarchy
+		}
+		if t.model.ArenaHier() {
+			t.hosts = &hier.Layout{Hosts: make([][]int, len(t.hier.Groups))}
+			for h, g := range t.hier.Groups {
+				t.hosts.Hosts[h] = slices.Sorted(slices.Values(g)) // the arena's order
+			}
 		}
 		t.ring = t.model.Ring()
 	} else {
@@ -188,6 +212,25 @@ func discoverTopology(ctx context.Context, ep transport.Endpoint, rv Rendezvous,
 	}
 	t.logTopology(rv, cfg, len(nhosts))
 	return t, nil
+}
+
+// arenaHier says whether the hierarchical collectives run with an arena
+// phase inside each host (collectives/hier): every rank that shares its
+// host has its arenas, and the graph (a loaded file's included) groups the
+// ranks into the hosts the arenas serve.
+func arenaHier(all []rankInfo, hosts [][]int, g *topo.Graph) bool {
+	for _, a := range all {
+		if a.noArena {
+			return false
+		}
+	}
+	if g != nil {
+		graphHosts, _ := topo.GroupHosts(g.HostIDs())
+		if !slices.EqualFunc(graphHosts, hosts, slices.Equal) {
+			return false
+		}
+	}
+	return topo.ArenaGroups(hosts) != nil
 }
 
 // hostIDsOf is every rank's host identity; without identities from the
@@ -350,7 +393,8 @@ func (h hostLinks) Link(a, b int) topo.Link {
 
 // hostModel models hostLinks: the ring visits host after host (crossing
 // each host boundary once), and the hosts are the hierarchy when they
-// have equal numbers of ranks.
+// have equal numbers of ranks, or with the arena-based hierarchy
+// (Params.ArenaHier) whatever their numbers.
 func hostModel(ids []string, p topo.Params) (*topo.CostModel, error) {
 	hosts, hostOf := topo.GroupHosts(ids)
 	ring := make([]int, 0, len(ids))
@@ -360,7 +404,10 @@ func hostModel(ids []string, p topo.Params) (*topo.CostModel, error) {
 		equal = equal && len(h) == len(hosts[0]) && len(h) > 1
 	}
 	var groups [][]int
-	if equal {
+	switch {
+	case p.ArenaHier:
+		groups = topo.ArenaGroups(hosts)
+	case equal:
 		groups = hosts
 	}
 	return topo.NewCostModelWith(hostLinks{hostOf: hostOf, hosts: len(hosts)}, ring, groups, p)

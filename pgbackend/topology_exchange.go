@@ -18,10 +18,14 @@ import (
 type rankInfo struct {
 	failed    bool // preparation failed on this rank
 	wantProbe bool
-	numa      int32
-	reduceBW  float64 // bytes/s of a local float32 sum; 0: not measured
-	copyBW    float64 // bytes/s of a local copy; 0: not measured
-	fileSum   [16]byte
+	// noArena: this rank shares its host with other ranks of the
+	// communicator but has no shared-memory arena with them (shared-memory
+	// collectives off, or TCP forced), so the arena-based hierarchy is off.
+	noArena  bool
+	numa     int32
+	reduceBW float64 // bytes/s of a local float32 sum; 0: not measured
+	copyBW   float64 // bytes/s of a local copy; 0: not measured
+	fileSum  [16]byte
 }
 
 const rankInfoBytes = 40
@@ -34,6 +38,9 @@ func (a rankInfo) encode() []byte {
 	if a.wantProbe {
 		b[1] = 1
 	}
+	if a.noArena {
+		b[2] = 1
+	}
 	binary.LittleEndian.PutUint32(b[4:], uint32(a.numa))
 	binary.LittleEndian.PutUint64(b[8:], math.Float64bits(a.reduceBW))
 	binary.LittleEndian.PutUint64(b[16:], math.Float64bits(a.copyBW))
@@ -45,6 +52,7 @@ func decodeRankInfo(b []byte) rankInfo {
 	a := rankInfo{
 		failed:    b[0] != 0,
 		wantProbe: b[1] != 0,
+		noArena:   b[2] != 0,
 		numa:      int32(binary.LittleEndian.Uint32(b[4:])),
 		reduceBW:  math.Float64frombits(binary.LittleEndian.Uint64(b[8:])),
 		copyBW:    math.Float64frombits(binary.LittleEndian.Uint64(b[16:])),

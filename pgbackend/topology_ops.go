@@ -10,10 +10,13 @@ import (
 	"github.com/hccl-go/hccl-go/transport"
 )
 
-// The collectives that the topology routes, when they run as messages (not
-// in a single host's shared-memory arena): the cost model (or
-// HCCL_GO_ALGO) picks the algorithm, rings and chains follow the
-// topology's ring, hierarchical algorithms its groups.
+// The collectives that the topology routes, when they do not run whole in
+// a single host's shared-memory arena: the cost model (or HCCL_GO_ALGO)
+// picks the algorithm when the op is issued (pick), rings and chains
+// follow the topology's ring, hierarchical algorithms its groups. Across
+// hosts whose shared ranks have arenas the hierarchical algorithms run as
+// collectives/hier (an arena phase inside each host, one exchange across),
+// otherwise as messages over equal groups (collectives.Hier*).
 
 // Algorithms implemented per op, as the cost model names them.
 func allReduceAlgos() []string {
@@ -25,9 +28,41 @@ func movementAlgos() []string { return []string{topo.AlgoRing, topo.AlgoHier} }
 
 func broadcastAlgos() []string { return []string{topo.AlgoChain, topo.AlgoTree, topo.AlgoHier} }
 
-func (c *Communicator) allReduce(ctx context.Context, tag transport.Tag, send, recv []byte, dt reduce.DType, op reduce.Op, o collectives.Options) error {
-	switch o.Algo = c.topo.choose(topo.OpAllReduce, len(send), o.Algo, allReduceAlgos()); o.Algo {
+// pick sets o.Algo to the algorithm of an op of nbytes (counted as the
+// cost model counts them) that does not run whole in the stream's arena,
+// when it is issued: the same on every rank. A stream out of range is
+// left for submitCollective to refuse.
+func (c *Communicator) pick(stream int, op string, nbytes int, o collectives.Options, implemented []string) collectives.Options {
+	if stream >= 0 && stream < len(c.streams) && c.arenaFor(stream, o) == nil {
+		o.Algo = c.topo.choose(op, nbytes, o.Algo, implemented)
+	}
+	return o
+}
+
+// pickReduce is pick for reduce, which the cost model does not cover: the
+// arena-based hierarchy whenever the communicator has one (it crosses
+// between hosts once per host, and works in shared memory inside them),
+// else the override, else the collectives' own choice.
+func (c *Communicator) pickReduce(stream int, o collectives.Options) collectives.Options {
+	switch {
+	case stream < 0 || stream >= len(c.streams) || c.arenaFor(stream, o) != nil:
+	case c.hiers[stream] != nil && (o.Algo == collectives.Auto || o.Algo == collectives.Hier):
+		o.Algo = collectives.Hier
+	case o.Algo == collectives.Hier:
+		if c.topo != nil {
+			c.topo.log.once("nohier/reduce", "reduce: HCCL_GO_ALGO=hier but the communicator has no shared-memory hierarchy: choosing automatically")
+		}
+		o.Algo = collectives.Auto
+	}
+	return o
+}
+
+func (c *Communicator) allReduce(ctx context.Context, stream int, tag transport.Tag, send, recv []byte, dt reduce.DType, op reduce.Op, o collectives.Options) error {
+	switch o.Algo {
 	case collectives.Hier:
+		if h := c.hiers[stream]; h != nil {
+			return h.AllReduce(ctx, tag, send, recv, dt, op, o.PreMul, o)
+		}
 		return collectives.HierAllReduce(ctx, c.ep, tag, send, recv, dt, op, c.topo.hier, o)
 	case collectives.Ring:
 		return collectives.OrderedAllReduce(ctx, c.ep, tag, send, recv, dt, op, c.topo.ringOrder(c.size), o)
@@ -36,31 +71,34 @@ func (c *Communicator) allReduce(ctx context.Context, tag transport.Tag, send, r
 	}
 }
 
-func (c *Communicator) allGather(ctx context.Context, tag transport.Tag, send, recv []byte, o collectives.Options) error {
-	switch o.Algo = c.topo.choose(topo.OpAllGather, len(recv), o.Algo, movementAlgos()); o.Algo {
-	case collectives.Hier:
-		return collectives.HierAllGather(ctx, c.ep, tag, send, recv, c.topo.hier, o)
-	default:
+func (c *Communicator) allGather(ctx context.Context, stream int, tag transport.Tag, send, recv []byte, o collectives.Options) error {
+	if o.Algo != collectives.Hier {
 		return collectives.OrderedAllGather(ctx, c.ep, tag, send, recv, c.topo.ringOrder(c.size), o)
 	}
+	if h := c.hiers[stream]; h != nil {
+		return h.AllGather(ctx, tag, send, recv)
+	}
+	return collectives.HierAllGather(ctx, c.ep, tag, send, recv, c.topo.hier, o)
 }
 
-func (c *Communicator) reduceScatter(ctx context.Context, tag transport.Tag, send, recv []byte, dt reduce.DType, op reduce.Op, o collectives.Options) error {
-	switch o.Algo = c.topo.choose(topo.OpReduceScatter, len(send), o.Algo, movementAlgos()); o.Algo {
-	case collectives.Hier:
-		return collectives.HierReduceScatter(ctx, c.ep, tag, send, recv, dt, op, c.topo.hier, o)
-	default:
+func (c *Communicator) reduceScatter(ctx context.Context, stream int, tag transport.Tag, send, recv []byte, dt reduce.DType, op reduce.Op, o collectives.Options) error {
+	if o.Algo != collectives.Hier {
 		return collectives.OrderedReduceScatter(ctx, c.ep, tag, send, recv, dt, op, c.topo.ringOrder(c.size), o)
 	}
+	if h := c.hiers[stream]; h != nil {
+		return h.ReduceScatter(ctx, tag, send, recv, dt, op, o.PreMul)
+	}
+	return collectives.HierReduceScatter(ctx, c.ep, tag, send, recv, dt, op, c.topo.hier, o)
 }
 
-func (c *Communicator) broadcast(ctx context.Context, tag transport.Tag, send, recv []byte, root int, o collectives.Options) error {
-	switch o.Algo = c.topo.choose(topo.OpBroadcast, len(recv), o.Algo, broadcastAlgos()); o.Algo {
-	case collectives.Hier:
-		return collectives.HierBroadcast(ctx, c.ep, tag, send, recv, root, c.topo.hier, o)
-	default:
+func (c *Communicator) broadcast(ctx context.Context, stream int, tag transport.Tag, send, recv []byte, root int, o collectives.Options) error {
+	if o.Algo != collectives.Hier {
 		return collectives.OrderedBroadcast(ctx, c.ep, tag, send, recv, root, c.topo.ringOrder(c.size), o)
 	}
+	if h := c.hiers[stream]; h != nil {
+		return h.Broadcast(ctx, tag, send, recv, root, o)
+	}
+	return collectives.HierBroadcast(ctx, c.ep, tag, send, recv, root, c.topo.hier, o)
 }
 
 // choose is the algorithm of one op: the override when one is set (a
@@ -76,7 +114,7 @@ func (t *topology) choose(op string, nbytes int, override collectives.Algorithm,
 		return override
 	}
 	if override == collectives.Hier && t.hier.Groups == nil {
-		t.log.once("nohier/"+op, "%s: HCCL_GO_ALGO=hier but the topology has no hierarchy (one host, or groups of unequal size): choosing automatically", op)
+		t.log.once("nohier/"+op, "%s: HCCL_GO_ALGO=hier but the topology has no hierarchy (one host, no host shared, or hosts of unequal size without shared-memory arenas): choosing automatically", op)
 		override = collectives.Auto
 	}
 	if override != collectives.Auto {

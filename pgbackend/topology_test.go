@@ -117,7 +117,7 @@ func TestTopologyTwoHosts(t *testing.T) {
 	require.Len(t, first.Groups, 2, "the hosts are the hierarchy")
 	assert.ElementsMatch(t, []int{0, 1}, first.Groups[0])
 	assert.ElementsMatch(t, []int{2, 3}, first.Groups[1])
-	assert.Equal(t, []string{"self", "shm", "tcp", "tcp"}, cs[0].Info().Transports)
+	assert.Equal(t, []string{"self", "shm+arena", "tcp", "tcp"}, cs[0].Info().Transports)
 
 	for _, algo := range []string{"", "ring", "hier", "rd", "hd"} {
 		t.Run("allreduce "+algo, func(t *testing.T) {
