@@ -23,7 +23,7 @@ func (c *Communicator) AllReduce(send, recv []byte, dt reduce.DType, op reduce.O
 	if err := c.checkReduction("allreduce", dt, op, send, recv, len(send)); err != nil {
 		return nil, err
 	}
-	o := c.pick(stream, topo.OpAllReduce, len(send), c.options("allreduce", preMul), allReduceAlgos())
+	o := c.pick(stream, topo.OpAllReduce, len(send), c.options("allreduce", preMul), allReduceAlgos)
 	return c.submitCollective(stream, reduction("allreduce", len(send), dt, op, -1).algo(o), func(ctx context.Context, tag transport.Tag) error {
 		if a := c.arenaFor(stream, o); a != nil {
 			return intra.AllReduceWith(ctx, a, c.singleCopy[stream], uint64(tag), send, recv, dt, op, preMul)
@@ -43,7 +43,7 @@ func (c *Communicator) Broadcast(send, recv []byte, root, stream int) (*streams.
 	if c.rank == root && len(send) != len(recv) {
 		return nil, c.invalid("broadcast", "send has %d bytes, recv %d", len(send), len(recv))
 	}
-	o := c.pick(stream, topo.OpBroadcast, len(recv), c.options("broadcast", 0), broadcastAlgos())
+	o := c.pick(stream, topo.OpBroadcast, len(recv), c.options("broadcast", 0), broadcastAlgos)
 	return c.submitCollective(stream, movement("broadcast", len(recv), root).algo(o), func(ctx context.Context, tag transport.Tag) error {
 		if a := c.arenaFor(stream, o); a != nil {
 			return intra.Broadcast(ctx, a, uint64(tag), send, recv, root)
@@ -83,7 +83,7 @@ func (c *Communicator) AllGather(send, recv []byte, stream int) (*streams.Work, 
 	if len(recv) != c.size*len(send) {
 		return nil, c.invalid("allgather", "recv has %d bytes, want %d ranks x %d", len(recv), c.size, len(send))
 	}
-	o := c.pick(stream, topo.OpAllGather, len(recv), c.options("allgather", 0), movementAlgos())
+	o := c.pick(stream, topo.OpAllGather, len(recv), c.options("allgather", 0), movementAlgos)
 	return c.submitCollective(stream, movement("allgather", len(recv), -1).algo(o), func(ctx context.Context, tag transport.Tag) error {
 		if a := c.arenaFor(stream, o); a != nil {
 			return intra.AllGather(ctx, a, uint64(tag), send, recv)
@@ -117,7 +117,7 @@ func (c *Communicator) ReduceScatter(send, recv []byte, dt reduce.DType, op redu
 	if len(send) != c.size*len(recv) {
 		return nil, c.invalid("reducescatter", "send has %d bytes, want %d ranks x %d", len(send), c.size, len(recv))
 	}
-	o := c.pick(stream, topo.OpReduceScatter, len(send), c.options("reducescatter", preMul), movementAlgos())
+	o := c.pick(stream, topo.OpReduceScatter, len(send), c.options("reducescatter", preMul), movementAlgos)
 	return c.submitCollective(stream, reduction("reducescatter", len(send), dt, op, -1).algo(o), func(ctx context.Context, tag transport.Tag) error {
 		if a := c.arenaFor(stream, o); a != nil {
 			return intra.ReduceScatter(ctx, a, uint64(tag), send, recv, dt, op, preMul)

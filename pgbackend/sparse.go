@@ -27,7 +27,7 @@ func (c *Communicator) SparseAllReduce(indices []int64, values []byte, dt reduce
 		o.Algo = collectives.Auto // names the arena path, which has no sparse variant
 	}
 	// The dense fallback's algorithm, chosen now as AllReduce's.
-	denseOpts := c.pick(stream, topo.OpAllReduce, len(dense), o, allReduceAlgos())
+	denseOpts := c.pick(stream, topo.OpAllReduce, len(dense), o, allReduceAlgos)
 	desc := reduction("sparse_allreduce", len(dense), dt, reduce.Sum, -1)
 	return c.submitCollective(stream, desc, func(ctx context.Context, tag transport.Tag) error {
 		so := collectives.SparseOptions{Options: o}

@@ -18,15 +18,14 @@ import (
 // collectives/hier (an arena phase inside each host, one exchange across),
 // otherwise as messages over equal groups (collectives.Hier*).
 
-// Algorithms implemented per op, as the cost model names them.
-func allReduceAlgos() []string {
-	return []string{topo.AlgoRing, topo.AlgoHD, topo.AlgoRD, topo.AlgoHier}
-}
-
-// movementAlgos are all_gather's and reduce_scatter's.
-func movementAlgos() []string { return []string{topo.AlgoRing, topo.AlgoHier} }
-
-func broadcastAlgos() []string { return []string{topo.AlgoChain, topo.AlgoTree, topo.AlgoHier} }
+// Algorithms implemented per op, as the cost model names them (read only:
+// ops pass them on every call).
+var (
+	allReduceAlgos = []string{topo.AlgoRing, topo.AlgoHD, topo.AlgoRD, topo.AlgoHier}
+	// movementAlgos are all_gather's and reduce_scatter's.
+	movementAlgos  = []string{topo.AlgoRing, topo.AlgoHier}
+	broadcastAlgos = []string{topo.AlgoChain, topo.AlgoTree, topo.AlgoHier}
+)
 
 // pick sets o.Algo to the algorithm of an op of nbytes (counted as the
 // cost model counts them) that does not run whole in the stream's arena,
@@ -164,8 +163,8 @@ func (c *Communicator) ChooseAlgorithm(op string, nbytes int) (string, error) {
 		return "", err
 	}
 	implemented := map[string][]string{
-		topo.OpAllReduce: allReduceAlgos(), topo.OpAllGather: movementAlgos(),
-		topo.OpReduceScatter: movementAlgos(), topo.OpBroadcast: broadcastAlgos(),
+		topo.OpAllReduce: allReduceAlgos, topo.OpAllGather: movementAlgos,
+		topo.OpReduceScatter: movementAlgos, topo.OpBroadcast: broadcastAlgos,
 	}[op]
 	a := c.topo.choose(op, nbytes, c.cfg.AlgoFor(op), implemented)
 	if a == collectives.Auto {

@@ -303,17 +303,17 @@ func TestChooseLogsOnce(t *testing.T) {
 	tp := &topology{model: m, ring: m.Ring(), log: &infoLog{l: log.New(&buf, "", 0), seen: map[string]bool{}}}
 	tp.hier.Groups = m.Groups()
 	for range 3 {
-		assert.Equal(t, collectives.Algorithm("hier"), tp.choose(topo.OpAllReduce, 64<<20, "", allReduceAlgos()))
+		assert.Equal(t, collectives.Algorithm("hier"), tp.choose(topo.OpAllReduce, 64<<20, "", allReduceAlgos))
 	}
-	assert.Equal(t, collectives.Algorithm("rd"), tp.choose(topo.OpAllReduce, 8, "", allReduceAlgos()))
+	assert.Equal(t, collectives.Algorithm("rd"), tp.choose(topo.OpAllReduce, 8, "", allReduceAlgos))
 	assert.Equal(t, 2, bytes.Count(buf.Bytes(), []byte("\n")), buf.String())
 	assert.Contains(t, buf.String(), "allreduce of 64 MiB: hier, predicted")
 
 	tp.hier.Groups = nil
-	assert.Equal(t, collectives.Algorithm("rd"), tp.choose(topo.OpAllReduce, 8, "hier", allReduceAlgos()))
+	assert.Equal(t, collectives.Algorithm("rd"), tp.choose(topo.OpAllReduce, 8, "hier", allReduceAlgos))
 	assert.Contains(t, buf.String(), "no hierarchy")
 	var none *topology
-	assert.Equal(t, collectives.Algorithm("ring"), none.choose(topo.OpAllReduce, 8, "ring", allReduceAlgos()))
+	assert.Equal(t, collectives.Algorithm("ring"), none.choose(topo.OpAllReduce, 8, "ring", allReduceAlgos))
 	assert.Equal(t, []int{0, 1, 2}, none.ringOrder(3))
 }
 
