@@ -18,6 +18,7 @@ type simFlags struct {
 	hosts, ranksPerHost                  int
 	interBW, intraBW, interLat, intraLat string
 	reduceBW, copyBW, chunk              string
+	hier                                 string
 }
 
 func newSimFlagSet(f *simFlags) *flag.FlagSet {
@@ -35,6 +36,7 @@ func newSimFlagSet(f *simFlags) *flag.FlagSet {
 	fs.StringVar(&f.reduceBW, "reduce-bw", "0", "bytes per second a rank reduces (0: reduction is free)")
 	fs.StringVar(&f.copyBW, "copy-bw", "0", "bytes per second a rank copies locally (0: copies are free)")
 	fs.StringVar(&f.chunk, "chunk", "256KiB", "pipelining chunk of the chain broadcast")
+	fs.StringVar(&f.hier, "hier", "arena", "hierarchical algorithms: arena (groups are the hosts, intra-host phases in shared memory at --copy-bw/--reduce-bw, as the library runs them across hosts) or messages (over the intra-host links)")
 	return fs
 }
 
@@ -90,6 +92,13 @@ func (f *simFlags) config() (SimConfig, error) {
 	cfg.Params.ChunkBytes = int(chunk)
 	if err == nil && chunk == 0 {
 		parse("chunk", errors.New("must be positive"))
+	}
+	switch f.hier {
+	case "arena":
+		cfg.Params.ArenaHier = true
+	case "messages":
+	default:
+		parse("hier", fmt.Errorf("%q is neither arena nor messages", f.hier))
 	}
 	if len(errs) > 0 {
 		return SimConfig{}, fmt.Errorf("simulate: %w", errors.Join(errs...))

@@ -33,6 +33,8 @@ FLAGS = {
     "copy-bw": "bytes per second a rank copies locally; 0: free (default 0)",
     "chunk": "pipelining chunk of the chain broadcast (default 256KiB)",
     "topo-file": "a topology file (HCCL_GO_TOPO_DUMP_FILE format) instead of the synthetic cluster",
+    "hier": "hierarchical algorithms: arena (intra-host phases in shared memory at copy-bw/reduce-bw, "
+    "as the library runs them across hosts) or messages (over the intra-host links) (default arena)",
 }
 
 _lib_handle = None
@@ -66,7 +68,7 @@ def _last_error(lib: ctypes.CDLL) -> str:
 def simulate(**args) -> dict:
     """Runs the simulator. Keyword names are the flags with _ for -
     (hosts, ranks_per_host, size, inter_bw, intra_bw, inter_lat, intra_lat,
-    op, reduce_bw, copy_bw, chunk, topo_file); values are numbers or
+    op, reduce_bw, copy_bw, chunk, topo_file, hier); values are numbers or
     strings in the flags' units. Raises ValueError for bad arguments."""
     lib = _lib()
     request = json.dumps({k: v for k, v in args.items() if v is not None}).encode()
