@@ -1,6 +1,7 @@
-// Package intra implements collectives for communicators whose ranks all
-// share one host, over a transport/arena shared-memory segment instead of a
-// point-to-point transport: a rank reads its peers' data where they
+// Package intra implements collectives among the ranks of a communicator
+// that share one host (all of its ranks, or, across hosts, the intra-host
+// phases of collectives/hier), over a transport/arena shared-memory segment
+// instead of a point-to-point transport: a rank reads its peers' data where they
 // published it, so a payload byte is copied into shared memory once and out
 // once, and the shared chunks stay in cache. AllReduceWith can also skip
 // shared memory for mid-sized payloads: with a SingleCopy state, ranks read
