@@ -24,8 +24,9 @@ import (
 // wrong data; the ranks stay in step, so the communicator remains usable.
 //
 // The exchange always takes one route per stream (the stream's arena when
-// there is one, else messages), whatever route the op itself would take,
-// so two ranks issuing different ops still meet in it.
+// the communicator lives on one host, else messages), whatever route the
+// op itself would take, so two ranks issuing different ops still meet in
+// it.
 
 // ErrMismatch wraps the error of a collective that ranks issued differently.
 var ErrMismatch = errors.New("collective mismatch")
@@ -119,7 +120,7 @@ func compareFingerprints(all []byte, size int) string {
 func (c *Communicator) checkCollective(ctx context.Context, op opDesc) error {
 	all := make([]byte, c.size*fingerprintSize)
 	var err error
-	if a := c.arenas[op.Stream]; a != nil {
+	if a := c.arenaFor(op.Stream, collectives.Options{}); a != nil {
 		err = intra.AllGather(ctx, a, op.Seq, op.fingerprint(), all)
 	} else {
 		err = collectives.AllGather(ctx, c.ep, checkTagBit|transport.Tag(op.Seq), op.fingerprint(), all, collectives.Options{})

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/hccl-go/hccl-go/collectives"
 	"github.com/hccl-go/hccl-go/collectives/reduce"
 	"github.com/hccl-go/hccl-go/streams"
 )
@@ -22,20 +23,28 @@ func reliabilityConfig(t *testing.T, timeout time.Duration) Config {
 	return cfg
 }
 
-// The routes a single-host or multi-host job can take.
-var reliabilityRoutes = []struct {
+// reliabilityRoute is a route a single-host or multi-host job can take.
+type reliabilityRoute struct {
 	name  string
 	hosts []string
-	tcp   bool
-}{
-	{"arena", []string{"h", "h", "h", "h"}, false},
-	{"tcp", []string{"h", "h", "h", "h"}, true},
+	tcp   bool // HCCL_GO_TRANSPORT=tcp
+	hier  bool // hierarchical all_reduce (across the hosts: arena inside them)
 }
 
-func routeConfig(t *testing.T, timeout time.Duration, tcp bool) Config {
+var reliabilityRoutes = []reliabilityRoute{
+	{name: "arena", hosts: []string{"h", "h", "h", "h"}},
+	{name: "tcp", hosts: []string{"h", "h", "h", "h"}, tcp: true},
+	{name: "hier+arena", hosts: []string{"a", "a", "b", "b"}, hier: true},
+}
+
+func routeConfig(t *testing.T, timeout time.Duration, route reliabilityRoute) Config {
 	cfg := reliabilityConfig(t, timeout)
-	if tcp {
+	if route.tcp {
 		cfg.Transport = "tcp"
+	}
+	if route.hier {
+		cfg.TopoProbe = "0"
+		cfg.Algo = map[string]collectives.Algorithm{"allreduce": collectives.Hier}
 	}
 	return cfg
 }
@@ -55,7 +64,7 @@ func waitAll(ws []*streams.Work, limit time.Duration) []error {
 func TestPeerLossFailsEveryOp(t *testing.T) {
 	for _, route := range reliabilityRoutes {
 		t.Run(route.name, func(t *testing.T) {
-			cs := connectAll(t, route.hosts, routeConfig(t, 20*time.Second, route.tcp))
+			cs := connectAll(t, route.hosts, routeConfig(t, 20*time.Second, route))
 			// Ranks 0-2 wait in collectives on both streams that rank 3
 			// never joins.
 			var pending [3][]*streams.Work
@@ -96,7 +105,7 @@ func TestPeerLossFailsEveryOp(t *testing.T) {
 func TestTimeoutNamesRanksNotArrived(t *testing.T) {
 	for _, route := range reliabilityRoutes {
 		t.Run(route.name, func(t *testing.T) {
-			cs := connectAll(t, route.hosts, routeConfig(t, 500*time.Millisecond, route.tcp))
+			cs := connectAll(t, route.hosts, routeConfig(t, 500*time.Millisecond, route))
 			eachRank(cs, func(c *Communicator) {
 				w, err := c.Barrier(StreamDefault)
 				wait(t, w, err)
@@ -167,7 +176,7 @@ func TestMismatchCheck(t *testing.T) {
 	}
 	for _, route := range reliabilityRoutes {
 		t.Run(route.name, func(t *testing.T) {
-			cfg := routeConfig(t, 5*time.Second, route.tcp)
+			cfg := routeConfig(t, 5*time.Second, route)
 			cfg.Check = true
 			cs := connectAll(t, route.hosts, cfg)
 			for _, tc := range tests {
@@ -205,7 +214,7 @@ func TestMismatchCheck(t *testing.T) {
 func TestAbortUnblocksEveryWaiter(t *testing.T) {
 	for _, route := range reliabilityRoutes {
 		t.Run(route.name, func(t *testing.T) {
-			cs := connectAll(t, route.hosts[:2], routeConfig(t, 30*time.Second, route.tcp))
+			cs := connectAll(t, route.hosts[:2], routeConfig(t, 30*time.Second, route))
 			c := cs[0]
 			var ws []*streams.Work
 			for i := 0; i < 5; i++ {
