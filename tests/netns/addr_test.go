@@ -55,8 +55,8 @@ func TestAddressesWithoutIfname(t *testing.T) {
 				want := map[bool]string{true: "10.199.1.1:", false: "10.199.1.2:"}[r < 2]
 				assert.True(t, strings.HasPrefix(addr, want), "rank %d published %s, want %s...", r, addr, want)
 			}
-			assert.Equal(t, []string{"self", "shm", "tcp", "tcp"}, res[0].Transports)
-			assert.Equal(t, []string{"tcp", "tcp", "shm", "self"}, res[3].Transports)
+			assert.Equal(t, []string{"self", "shm+arena", "tcp", "tcp"}, res[0].Transports)
+			assert.Equal(t, []string{"tcp", "tcp", "shm+arena", "self"}, res[3].Transports)
 		})
 	}
 }
