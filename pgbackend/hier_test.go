@@ -50,9 +50,9 @@ var hierLayouts = [][]string{
 
 // Across emulated hosts, every rank sharing a host reaches its host-mates
 // through the arena, the model chooses the arena hierarchy for a large
-// all_reduce, and the hierarchical collectives run with their intra-host
-// phases in the arena: the flight recorder says so, and the only bytes on
-// the links are the inter-host exchange's.
+// all_reduce across two hosts, and the hierarchical collectives run with
+// their intra-host phases in the arena: the flight recorder says so, and
+// the only bytes on the links are the inter-host exchange's.
 func TestHierArenaAcrossHosts(t *testing.T) {
 	for _, hosts := range hierLayouts {
 		t.Run(fmt.Sprint(hosts), func(t *testing.T) {
@@ -60,6 +60,7 @@ func TestHierArenaAcrossHosts(t *testing.T) {
 			cfg.TopoFile = slowNetworkFile(t, hosts)
 			cs := connectAll(t, hosts, cfg)
 			n := len(hosts)
+			twoHosts := len(slices.Compact(slices.Clone(hosts))) == 2
 			for r, c := range cs {
 				for peer, kind := range c.Info().Transports {
 					switch {
@@ -74,9 +75,15 @@ func TestHierArenaAcrossHosts(t *testing.T) {
 				m := c.Topology().Model
 				require.NotNil(t, m)
 				assert.True(t, m.ArenaHier(), "rank %d", r)
-				algo, err := c.ChooseAlgorithm("allreduce", 64<<20)
-				require.NoError(t, err)
-				assert.Equal(t, "hier", algo, "rank %d", r)
+				if twoHosts {
+					// A flat ring crosses between the hosts 1.5 times as
+					// many bytes; across three hosts (1+1+2) the margin is
+					// small enough for the measured local copy speed to
+					// decide.
+					algo, err := c.ChooseAlgorithm("allreduce", 64<<20)
+					require.NoError(t, err)
+					assert.Equal(t, "hier", algo, "rank %d", r)
+				}
 			}
 
 			// A 4 KiB float32 all_reduce, hierarchical by override: rank r
@@ -90,7 +97,6 @@ func TestHierArenaAcrossHosts(t *testing.T) {
 				wait(t, w, err)
 				assert.Equal(t, float32(n*(n-1)/2), math.Float32frombits(binary.LittleEndian.Uint32(buf)))
 			})
-			twoHosts := len(slices.Compact(slices.Clone(hosts))) == 2
 			for r, c := range cs {
 				var mates []int
 				for q, h := range hosts {
