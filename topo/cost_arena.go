@@ -69,16 +69,7 @@ func (m *CostModel) arenaAllReduce(n float64) float64 {
 // of every other host at once, then each host all-gathers n in its arena
 // and copies the blocks into place.
 func (m *CostModel) arenaAllGather(n float64) float64 {
-	b := n / float64(m.t.Size())
-	var flows []flow
-	for h := range m.groups {
-		for r, partner := range m.partners(h) {
-			if partner != r {
-				flows = append(flows, flow{r, partner, b})
-			}
-		}
-	}
-	return m.stepTime(flows) + m.slowestHost(func(r int) float64 {
+	return m.directExchange(n/float64(m.t.Size()), false) + m.slowestHost(func(r int) float64 {
 		if r == 1 {
 			return 0 // blocks land in place
 		}
@@ -90,23 +81,50 @@ func (m *CostModel) arenaAllGather(n float64) float64 {
 // n in its arena, then every rank sends each host partial it holds to the
 // block's rank at once, which reduces the H partials of its block.
 func (m *CostModel) arenaReduceScatter(n float64) float64 {
-	p := m.t.Size()
-	b := n / float64(p)
-	var flows []flow
-	for h := range m.groups {
-		for r, partner := range m.partners(h) {
-			if partner != r {
-				flows = append(flows, flow{partner, r, b})
-			}
-		}
-	}
+	b := n / float64(m.t.Size())
 	t := m.slowestHost(func(r int) float64 {
 		if r == 1 {
 			return 0
 		}
 		return m.copyTime(n) + m.arenaScatterPhase(n, r) // pack, reduce-scatter
 	})
-	return t + m.stepTime(flows) + m.reduceTime(float64(len(m.groups)-1)*b)
+	return t + m.directExchange(b, true) + m.reduceTime(float64(len(m.groups)-1)*b)
+}
+
+// maxDirectFlows is the most flows directExchange costs one by one (a
+// variable for tests).
+var maxDirectFlows = 1 << 16
+
+// directExchange is one step in which every rank sends b bytes to its
+// partner on every other host at once (reverse: receives them from it),
+// sharing the NICs. Beyond maxDirectFlows flows it is costed per host
+// rather than per flow, from the link between the first ranks of the
+// first two hosts: what crosses each NIC, or one flow's link if slower.
+func (m *CostModel) directExchange(b float64, reverse bool) float64 {
+	p, h := m.t.Size(), len(m.groups)
+	if p*(h-1) > maxDirectFlows {
+		l := m.t.Link(m.groups[0][0], m.groups[1][0])
+		worst := b / l.Bandwidth
+		for _, g := range m.groups {
+			nic := m.t.NIC(m.t.HostOf(g[0]))
+			sent, received := float64(h-1)*float64(len(g))*b, float64(p-len(g))*b
+			worst = max(worst, sent/nic, received/nic)
+		}
+		return l.Latency.Seconds() + worst
+	}
+	var flows []flow
+	for g := range m.groups {
+		for r, partner := range m.partners(g) {
+			switch {
+			case partner == r:
+			case reverse:
+				flows = append(flows, flow{partner, r, b})
+			default:
+				flows = append(flows, flow{r, partner, b})
+			}
+		}
+	}
+	return m.stepTime(flows)
 }
 
 // arenaBroadcast from rank 0: the host leaders broadcast across hosts (a

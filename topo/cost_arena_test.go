@@ -82,3 +82,19 @@ func TestArenaHierGroupsMustBeHosts(t *testing.T) {
 	_, err = NewCostModelWith(c, []int{0, 1, 2, 3}, [][]int{{0}, {1}, {2, 3}}, Params{ArenaHier: true})
 	assert.ErrorContains(t, err, "has 1 of host 0's 2 ranks")
 }
+
+// On a uniform cluster, costing a direct exchange per host (as for large
+// communicators) gives what costing its flows one by one gives.
+func TestDirectExchangePerHostMatchesFlows(t *testing.T) {
+	c := Cluster{Hosts: 16, RanksPerHost: 4, Intra: Link{Latency: time.Microsecond, Bandwidth: 1e10}, Inter: Link{Latency: 5 * time.Microsecond, Bandwidth: 1e9}}
+	m, err := NewClusterModel(c, Params{ArenaHier: true})
+	require.NoError(t, err)
+	for _, reverse := range []bool{false, true} {
+		exact := m.directExchange(1<<20, reverse)
+		saved := maxDirectFlows
+		maxDirectFlows = 0
+		perHost := m.directExchange(1<<20, reverse)
+		maxDirectFlows = saved
+		assert.InEpsilon(t, exact, perHost, 1e-9, "reverse=%v", reverse)
+	}
+}

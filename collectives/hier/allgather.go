@@ -50,7 +50,7 @@ func (c *Comm) allGather(ctx context.Context, tag transport.Tag, send, recv []by
 		var sends, recvs []message
 		for h := range c.hosts {
 			if h != c.host {
-				sends = append(sends, message{peer: c.partners[h][me], buf: send})
+				sends = append(sends, message{peer: c.partner(h, me), buf: send})
 			}
 		}
 		for _, r := range c.blocks[c.local] {

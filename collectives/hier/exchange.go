@@ -3,6 +3,7 @@ package hier
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"golang.org/x/sync/errgroup"
 
@@ -41,36 +42,28 @@ func exchange(ctx context.Context, ep transport.Endpoint, tag transport.Tag, sen
 	return g.Wait()
 }
 
-// receivers assigns the ranks of other hosts to this host's ranks for a
-// direct exchange: the k-th of them in rank order to local index k modulo
-// the host's size, so that each local rank takes its share. It returns,
-// for every rank of the communicator, the rank of host h that exchanges
-// with it (itself for host h's own ranks).
-func (c *Comm) receivers(h int) []int {
-	hr := c.hosts[h]
-	out := make([]int, len(c.hostOf))
-	k := 0
-	for r, hh := range c.hostOf {
-		if hh == h {
-			out[r] = r
-			continue
-		}
-		out[r] = hr[k%len(hr)]
-		k++
+// partner is the rank of host h that exchanges with rank r in a direct
+// exchange (r itself when it is on h): host h's ranks take the other
+// hosts' ranks in turn, the k-th of them in rank order going to local
+// index k modulo the host's size, so that each local rank takes its share.
+func (c *Comm) partner(h, r int) int {
+	if c.hostOf[r] == h {
+		return r
 	}
-	return out
+	hr := c.hosts[h]
+	below, _ := slices.BinarySearch(hr, r) // host h's ranks below r
+	k := r - below
+	return hr[k%len(hr)]
 }
 
 // contributions lists, for each local index of host h, the ranks whose
-// blocks it holds after a direct exchange: its own and those assigned to
-// it (receivers), in rank order.
-func (c *Comm) contributions(h int, recvOf []int) [][]int {
+// blocks it holds after a direct exchange: its own and those paired with
+// it (partner), in rank order.
+func (c *Comm) contributions(h int) [][]int {
 	out := make([][]int, len(c.hosts[h]))
-	for r, by := range recvOf {
-		if c.hostOf[by] == h {
-			i := c.localOf[by]
-			out[i] = append(out[i], r)
-		}
+	for r := range c.hostOf {
+		i := c.localOf[c.partner(h, r)]
+		out[i] = append(out[i], r)
 	}
 	return out
 }

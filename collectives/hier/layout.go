@@ -30,13 +30,11 @@ type Comm struct {
 	host    int   // this rank's host
 	local   int   // this rank's local index
 
-	// Direct exchanges (AllGather, ReduceScatter): partners[h][r] is the
-	// rank of host h that exchanges with rank r (receivers); blocks[i]
-	// are the ranks whose blocks local index i of this host holds after
-	// the exchange, in rank order; packedAt[r] is where rank r's block
-	// sits when the host's blocks are laid out local index after local
-	// index (the arena phase's layout).
-	partners [][]int
+	// Direct exchanges (AllGather, ReduceScatter): blocks[i] are the
+	// ranks whose blocks local index i of this host holds after the
+	// exchange, in rank order (partner); packedAt[r] is where rank r's
+	// block sits when the host's blocks are laid out local index after
+	// local index (the arena phase's layout).
 	blocks   [][]int
 	packedAt []int
 }
@@ -80,11 +78,7 @@ func New(ep transport.Endpoint, a *arena.Arena, layout Layout) (*Comm, error) {
 	case a != nil && !slices.Equal(a.Ranks(), mine):
 		return nil, args.Invalidf("arena of ranks %v, but this rank's host has ranks %v", a.Ranks(), mine)
 	}
-	c.partners = make([][]int, len(c.hosts))
-	for h := range c.hosts {
-		c.partners[h] = c.receivers(h)
-	}
-	c.blocks = c.contributions(c.host, c.partners[c.host])
+	c.blocks = c.contributions(c.host)
 	c.packedAt = make([]int, p)
 	at := 0
 	for _, ranks := range c.blocks {

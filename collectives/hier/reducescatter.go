@@ -80,7 +80,7 @@ func (c *Comm) reduceScatter(ctx context.Context, tag transport.Tag, send, recv 
 	k := 0
 	for h := range c.hosts {
 		if h != c.host {
-			recvs = append(recvs, message{peer: c.partners[h][me], buf: others[k*b:][:b]})
+			recvs = append(recvs, message{peer: c.partner(h, me), buf: others[k*b:][:b]})
 			k++
 		}
 	}
