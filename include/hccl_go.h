@@ -256,7 +256,9 @@ hcclGoResult_t hcclGoSparseAllReduce(const int64_t* indices, const void* values,
  * with kind "allreduce", "sparse_allreduce", "broadcast", ..., "p2p": payload
  * bytes of messages between distinct ranks since the communicator was
  * created. The single-host shared-memory arena path sends no messages and
- * counts none. Fails with hcclGoInvalidArgument (buf then holds a truncated
+ * counts none; across hosts, the hierarchical algorithms count their
+ * inter-host messages only (their intra-host phases work in the arena).
+ * Fails with hcclGoInvalidArgument (buf then holds a truncated
  * prefix) when len is too small. */
 hcclGoResult_t hcclGoCommStats(hcclGoComm_t comm, char* buf, size_t len);
 

@@ -16,7 +16,8 @@ import (
 // transport boundary (a counting Endpoint around the communicator's
 // links); the op's counters travel in its context (opContext). Messages to this rank
 // itself are not counted, nor is the traffic of the shared-memory arena
-// path (single-host collectives work in shared memory without messages).
+// (single-host collectives, and the intra-host phases of hierarchical ones
+// across hosts, work in shared memory without messages).
 
 // OpTraffic is what one kind of op has moved so far.
 type OpTraffic struct {
