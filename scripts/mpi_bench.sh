@@ -2,20 +2,22 @@
 # hccl_go and gloo against Open MPI's shared-memory collectives, on this host, in one table.
 #   1. installs what is missing (quiet when all is there): Debian's Open MPI (openmpi-bin,
 #      libopenmpi-dev) and mpi4py in .venv, built from source against that Open MPI;
-#   2. runs bench/mpi/allreduce.py under mpirun (pml ob1, btl self,vader: shared memory);
-#   3. runs python -m torch_hccl_go.bench --backends hccl_go,gloo on the same sizes;
-#   4. prints both benchmarks' tables, then the merged Markdown table (bench/mpi/compare.py).
+#   2. runs python -m torch_hccl_go.bench --backends hccl_go,gloo --peers mpi: the torch
+#      backends in one job, then Open MPI in a job of its own (its program,
+#      python/torch_hccl_go/bench/peers/mpi_program.py, under mpirun with pml ob1, btl
+#      self,vader: shared memory), same sizes and timing rules, one report;
+#   3. prints the Markdown table for the README (bench/mpi/compare.py).
 #
 #   scripts/mpi_bench.sh [-n RANKS] [--sizes LIST] [--ops LIST] [--iters N|auto]
-#                        [--max-time S] [--warmup N] [--bind none|core] [--out DIR] [--no-install]
+#                        [--max-time S] [--warmup N] [--jobs N] [--out DIR] [--no-install]
 #
 #   -n RANKS      world size (default 2); more ranks than cores adds --oversubscribe, which
 #                 makes Open MPI yield the core while it waits (slower small ops)
 #   --sizes LIST  comma list, binary units (default 8,64K,16M,128M)
 #   --ops LIST    comma list of all_reduce, all_gather, broadcast (default, or "all": the three)
-#   --iters, --max-time, --warmup   passed to both benchmarks (defaults: auto, 1.0, 5)
-#   --bind        mpirun --bind-to (default none: the torch bench does not pin its ranks)
-#   --out DIR     keep mpi.json, torch.json and compare.md there (default: a temporary folder)
+#   --iters, --max-time, --warmup   passed to the benchmark (defaults: auto, 1.0, 5)
+#   --jobs N      N fresh jobs per library, interleaved, and the spread over them (default: one)
+#   --out DIR     keep bench.json and compare.md there (default: a temporary folder)
 #   --no-install  fail instead of installing what is missing
 set -euo pipefail
 
@@ -29,7 +31,7 @@ OPS=all_reduce,all_gather,broadcast
 ITERS=auto
 MAX_TIME=1.0
 WARMUP=5
-BIND=none
+JOBS=""
 OUT=""
 INSTALL=1
 
@@ -42,7 +44,7 @@ while (($#)); do
     --iters) ITERS="$2"; shift 2 ;;
     --max-time) MAX_TIME="$2"; shift 2 ;;
     --warmup) WARMUP="$2"; shift 2 ;;
-    --bind) BIND="$2"; shift 2 ;;
+    --jobs) JOBS="$2"; shift 2 ;;
     --out) OUT="$2"; shift 2 ;;
     --no-install) INSTALL=0; shift ;;
     -h | --help) usage ;;
@@ -77,30 +79,24 @@ LIB="$(mpirun -n 1 --allow-run-as-root "$PY" -c 'from mpi4py import MPI; print(M
 [[ "$LIB" == "Open MPI"* ]] ||
   die "mpi4py uses another MPI ($LIB): .venv/bin/pip install --force-reinstall --no-binary mpi4py mpi4py"
 
-# --- 2. Open MPI ---------------------------------------------------------------------------
+# --- 2. one run: hccl_go and gloo, then Open MPI ----------------------------------------
 if [[ -z "$OUT" ]]; then
   OUT="$(mktemp -d)"
   trap 'rm -rf "$OUT"' EXIT
 fi
 mkdir -p "$OUT"
 
-MPIRUN=(mpirun -n "$N" --bind-to "$BIND" --mca pml ob1 --mca btl self,vader)
-((EUID == 0)) && MPIRUN+=(--allow-run-as-root)
-(($N > $(nproc))) && MPIRUN+=(--oversubscribe)
-COMMON=(--sizes "$SIZES" --ops "$OPS" --iters "$ITERS" --max-time "$MAX_TIME" --warmup "$WARMUP")
-
+[[ "$OPS" == all ]] && OPS=all_reduce,all_gather,broadcast
+BENCH=(-m torch_hccl_go.bench --world-size "$N" --backends hccl_go,gloo --peers mpi --no-progress
+  --sizes "$SIZES" --ops "$OPS" --iters "$ITERS" --max-time "$MAX_TIME" --warmup "$WARMUP")
+[[ -n "$JOBS" ]] && BENCH+=(--jobs "$JOBS")
 log "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
-log "${MPIRUN[*]} $PY bench/mpi/allreduce.py ${COMMON[*]} --json $OUT/mpi.json"
-"${MPIRUN[@]}" "$PY" bench/mpi/allreduce.py "${COMMON[@]}" --json "$OUT/mpi.json"
-
-# --- 3. hccl_go and gloo -----------------------------------------------------------------
-TORCH=(-m torch_hccl_go.bench --world-size "$N" --backends hccl_go,gloo --no-progress "${COMMON[@]}")
-log "$PY ${TORCH[*]} --json $OUT/torch.json"
+log "$PY ${BENCH[*]} --json $OUT/bench.json"
 rc=0
-"$PY" "${TORCH[@]}" --json "$OUT/torch.json" || rc=$?
+"$PY" "${BENCH[@]}" --json "$OUT/bench.json" || rc=$?
 log "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
 
-# --- 4. one table ----------------------------------------------------------------------------
+# --- 3. the README's table -----------------------------------------------------------------
 echo
-"$PY" bench/mpi/compare.py --torch "$OUT/torch.json" --mpi "$OUT/mpi.json" | tee "$OUT/compare.md"
+"$PY" bench/mpi/compare.py "$OUT/bench.json" | tee "$OUT/compare.md"
 exit "$rc"

@@ -1,14 +1,13 @@
-"""Merges the --json of `python -m torch_hccl_go.bench` (hccl_go, gloo) and of
-bench/mpi/allreduce.py (Open MPI) into one Markdown table per op, for the README:
+"""Turns the --json of `python -m torch_hccl_go.bench --peers mpi` (hccl_go, gloo and Open MPI)
+into one Markdown table per op, for the README:
 
-    size | hccl_go (µs) | gloo (µs) | Open MPI (µs) | speed-up vs MPI | busbw hccl_go / MPI (GB/s)
+    size | hccl_go (µs) | gloo (µs) | Open MPI (µs) | hccl_go vs MPI | busbw hccl_go / MPI (GB/s)
 
-speed-up vs MPI = Open MPI's time / hccl_go's time (above 1: hccl_go is faster), as the torch
-bench's speed-up over gloo. Times are the medians both benchmarks report (median over batches
-of the slowest rank); sizes are matched exactly (both round a size to whole elements and
-shares the same way).
+hccl_go vs MPI = Open MPI's time / hccl_go's time (above 1: hccl_go is faster), as the
+benchmark's own ratio. Times are the figures the benchmark reports: the median over batches
+of the slowest rank, and with --jobs the median over jobs of that (its "summary" rows).
 
-    python bench/mpi/compare.py --torch torch.json --mpi mpi.json
+    python bench/mpi/compare.py bench.json
 """
 
 from __future__ import annotations
@@ -23,11 +22,14 @@ def load(path: str) -> dict:
         return json.load(f)
 
 
+def rows(doc: dict) -> list[dict]:
+    """The figures that stand for the run: "summary" of a --jobs/--peers run, else "results"."""
+    return doc["summary"] if "summary" in doc else doc["results"]
+
+
 def by_key(doc: dict, backend: str) -> dict[tuple[str, int], dict]:
-    """(op, size) -> result row of one backend, float32 only (the MPI bench measures float32)."""
-    return {
-        (r["op"], r["size"]): r for r in doc["results"] if r["backend"] == backend and r["dtype"] == "float32"
-    }
+    """(op, size) -> row of one backend, float32 only (the MPI program measures float32)."""
+    return {(r["op"], r["size"]): r for r in rows(doc) if r["backend"] == backend and r["dtype"] == "float32"}
 
 
 def format_size(nbytes: int) -> str:
@@ -59,15 +61,14 @@ def wrong_total(*rows: dict | None) -> int:
     return sum(r.get("wrong") or 0 for r in rows if r is not None)
 
 
-def table(torch_doc: dict, mpi_doc: dict, first: str, other: str) -> list[str]:
-    """The Markdown lines: one table per op that the MPI run measured."""
-    ours, theirs, mpi = by_key(torch_doc, first), by_key(torch_doc, other), by_key(mpi_doc, "mpi")
+def table(doc: dict, first: str, other: str) -> list[str]:
+    """The Markdown lines: one table per op that Open MPI was timed on."""
+    ours, theirs, mpi = by_key(doc, first), by_key(doc, other), by_key(doc, "mpi")
     lines = []
-    ops = list(dict.fromkeys(op for op, _ in mpi))
-    for op in ops:
+    for op in dict.fromkeys(op for op, _ in mpi):
         lines += [
             "",
-            f"{op}, float32, world {mpi_doc['world_size']}:",
+            f"{op}, float32, world {doc['world_size']}:",
             "",
             f"| size | {first} (µs) | {other} (µs) | Open MPI (µs) | {first} vs MPI "
             f"| {first} busbw (GB/s) | MPI busbw (GB/s) |",
@@ -85,31 +86,26 @@ def table(torch_doc: dict, mpi_doc: dict, first: str, other: str) -> list[str]:
     return lines
 
 
-def header(torch_doc: dict, mpi_doc: dict) -> list[str]:
-    env = mpi_doc.get("environment", {})
+def header(doc: dict) -> list[str]:
+    env = next((job["backend_info"]["mpi"] for job in doc.get("jobs", []) if "mpi" in job["backend_info"]), {})
     mca = " ".join(f"{k.removeprefix('OMPI_MCA_')}={v}" for k, v in sorted(env.get("mca", {}).items()))
     return [
-        f"# torch bench: {torch_doc.get('command', '?')}",
-        f"# MPI bench:   {mpi_doc.get('command', '?')}",
+        f"# {doc.get('command', '?')}",
         f"# {env.get('mpi_library', '?')}; mpi4py {env.get('mpi4py', '?')}; MCA {mca or '(defaults)'}",
     ]
 
 
 def main(argv: list[str]) -> int:
-    p = argparse.ArgumentParser(description="Merge the torch bench's and the MPI bench's --json into one table.")
-    p.add_argument("--torch", required=True, metavar="PATH", help="--json of python -m torch_hccl_go.bench")
-    p.add_argument("--mpi", required=True, metavar="PATH", help="--json of bench/mpi/allreduce.py")
+    p = argparse.ArgumentParser(description="Markdown tables from the --json of a --peers mpi run.")
+    p.add_argument("json_path", metavar="PATH", help="--json of python -m torch_hccl_go.bench --peers mpi")
     p.add_argument("--first", default="hccl_go", help="the backend compared with MPI (default hccl_go)")
     p.add_argument("--other", default="gloo", help="the second torch backend shown (default gloo)")
     a = p.parse_args(argv)
-    torch_doc, mpi_doc = load(a.torch), load(a.mpi)
-    if torch_doc.get("world_size") != mpi_doc.get("world_size"):
-        print(
-            f"compare: world sizes differ (torch {torch_doc.get('world_size')}, MPI {mpi_doc.get('world_size')})",
-            file=sys.stderr,
-        )
+    doc = load(a.json_path)
+    if not by_key(doc, "mpi"):
+        print(f"compare: no Open MPI figures in {a.json_path} (was mpi skipped?)", file=sys.stderr)
         return 2
-    print("\n".join(header(torch_doc, mpi_doc) + table(torch_doc, mpi_doc, a.first, a.other)))
+    print("\n".join(header(doc) + table(doc, a.first, a.other)))
     return 0
 
 

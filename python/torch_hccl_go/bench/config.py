@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from .ops import DTYPES, REDOPS, SPECS, dtype_by_name, dtype_name
 from .sizes import DEFAULT_SIZES, parse_sizes
 
+PEER_NAMES = ("deepspeed", "mpi")  # peers/: libraries timed in jobs of their own
+
 
 @dataclass(frozen=True)
 class BenchConfig:
@@ -29,6 +31,9 @@ class BenchConfig:
     plot_path: str | None
     progress: bool
     argv: tuple[str, ...]  # for the report: how to reproduce it
+    jobs: int | None = None  # --jobs N: N fresh jobs per backend (None: one job, backends together)
+    history: bool = False  # --history: time single ops after idle gaps, small ops, compute (history.py)
+    peers: tuple[str, ...] = ()  # --peers: other libraries, each in jobs of its own (peers/)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -103,6 +108,26 @@ def build_parser() -> argparse.ArgumentParser:
         help="draw busbw and latency against size per backend (needs matplotlib)",
     )
     p.add_argument(
+        "--jobs",
+        type=int,
+        metavar="N",
+        help="run the benchmark as N fresh jobs per backend (new processes each, backends' jobs "
+        "interleaved) and report the spread of the per-job medians and the slow jobs",
+    )
+    p.add_argument(
+        "--history",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help="also time single ops right after 8-byte all_reduces, idle gaps of 1/10/100 ms and a "
+        "compute burst, against the warm median (default off)",
+    )
+    p.add_argument(
+        "--peers",
+        default="",
+        help=f"comma list of other libraries to time in jobs of their own: {', '.join(PEER_NAMES)} "
+        "(skipped with a note when not installed)",
+    )
+    p.add_argument(
         "--progress",
         action=argparse.BooleanOptionalAction,
         default=True,
@@ -125,8 +150,16 @@ def parse_args(argv: list[str]) -> BenchConfig:
         sizes = parse_sizes(a.sizes)
         backends = _split(a.backends)
         iters = None if a.iters == "auto" else int(a.iters)
+        peers = _split(a.peers)
+        for peer in peers:
+            if peer not in PEER_NAMES:
+                raise ValueError(f"unknown peer {peer!r}: want one of {', '.join(PEER_NAMES)}")
     except ValueError as e:
         parser.error(str(e))
+    if len(set(peers)) != len(peers) or set(peers) & set(backends):
+        parser.error(f"--peers: want distinct names that are not in --backends, got {a.peers!r}")
+    if a.jobs is not None and a.jobs < 1:
+        parser.error(f"--jobs: want a positive number of jobs, got {a.jobs}")
     if not backends or len(set(backends)) != len(backends):
         parser.error(f"--backends: want distinct names, got {a.backends!r}")
     if a.world_size < 1 or a.threads < 1 or a.warmup < 0 or a.max_time <= 0 or (iters is not None and iters < 1):
@@ -154,7 +187,30 @@ def parse_args(argv: list[str]) -> BenchConfig:
         plot_path=a.plot_path,
         progress=a.progress,
         argv=tuple(argv),
+        jobs=a.jobs,
+        history=a.history,
+        peers=tuple(peers),
     )
+
+
+def to_argv(cfg: BenchConfig) -> list[str]:
+    """A command line that parse_args turns back into cfg (but for argv): a job's own."""
+    argv = ["--ops", ",".join(cfg.ops), "--sizes", ",".join(str(s) for s in cfg.sizes)]
+    argv += ["--dtypes", ",".join(cfg.dtypes), "--redop", cfg.redop, "--root", str(cfg.root)]
+    argv += ["--world-size", str(cfg.world_size), "--backends", ",".join(cfg.backends)]
+    argv += ["--warmup", str(cfg.warmup), "--iters", "auto" if cfg.iters is None else str(cfg.iters)]
+    argv += ["--rewarm-ms", repr(cfg.rewarm_ms), "--max-time", repr(cfg.max_time)]
+    argv += ["--check" if cfg.check else "--no-check", "--threads", str(cfg.threads), "--timeout", repr(cfg.timeout)]
+    argv += ["--history" if cfg.history else "--no-history", "--progress" if cfg.progress else "--no-progress"]
+    if cfg.jobs is not None:
+        argv += ["--jobs", str(cfg.jobs)]
+    if cfg.peers:
+        argv += ["--peers", ",".join(cfg.peers)]
+    if cfg.json_path:
+        argv += ["--json", cfg.json_path]
+    if cfg.plot_path:
+        argv += ["--plot", cfg.plot_path]
+    return argv
 
 
 def _split(text: str) -> list[str]:

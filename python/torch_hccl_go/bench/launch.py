@@ -16,10 +16,12 @@ import torch.distributed as dist
 import torch.multiprocessing as torch_mp
 
 from .config import BenchConfig
+from .history import CONDITIONS
 from .json_out import command_line, write_json
 from .plot import write_plot
 from .progress import make_progress
 from .report import exit_code, print_report
+from .report_history import print_history
 from .runner import Sweep, cases
 from .sizes import format_size
 
@@ -75,6 +77,8 @@ def run_rank(cfg: BenchConfig, rank: int, world: int) -> int:
     if rank != 0:
         return 0
     print_report(results, cfg.backends, sys.stdout)
+    if cfg.history:
+        print_history(results, cfg.backends, sys.stdout)
     if cfg.json_path:
         write_json(cfg.json_path, cfg, world, info, results)
         print(f"# figures written to {cfg.json_path}")
@@ -95,6 +99,11 @@ def print_header(cfg: BenchConfig, world: int, info: dict[str, dict]) -> None:
     print(f"# torch {torch.__version__}, world {world}, threads per rank {cfg.threads}, cpus {os.cpu_count()}")
     print(f"# backends {','.join(cfg.backends)}; ops {','.join(cfg.ops)}; dtypes {','.join(cfg.dtypes)}; sizes {sizes}")
     print(f"# warm-up {cfg.warmup}, iterations {iters}, check {'on' if cfg.check else 'off'}")
+    if cfg.jobs is not None or cfg.peers:
+        jobs = f"{cfg.jobs} per library, each alone" if cfg.jobs else "one for the backends together, one per peer"
+        print(f"# jobs: {jobs}, interleaved; peers {','.join(cfg.peers) or 'none'}")
+    if cfg.history:
+        print("# history: single ops after " + ", ".join(c.name for c in CONDITIONS))
     for backend, details in info.items():
         shown = {k: v for k, v in details.items() if k not in ("rank", "sequence")}
         print(f"# {backend}: {json.dumps(shown, separators=(',', ':'))}")

@@ -1,11 +1,10 @@
 """The collectives the benchmark knows: buffers, the call, bus-bandwidth factor, reference.
 
-Sizes follow nccl-tests: `size` is the largest buffer of one rank (the output of
-all_gather, the input of reduce_scatter, either buffer of all_to_all, the one buffer
+Sizes follow nccl-tests (counts.py): `size` is the largest buffer of one rank (the output
+of all_gather, the input of reduce_scatter, either buffer of all_to_all, the one buffer
 of the in-place ops), `count` its number of elements. Bus bandwidth is algbw times a
-factor that makes figures comparable across ops and world sizes (nccl-tests
-doc/PERFORMANCE.md): all_reduce 2(n-1)/n; all_gather, reduce_scatter, all_to_all
-(n-1)/n; broadcast and reduce 1.
+factor that makes figures comparable across ops and world sizes: all_reduce 2(n-1)/n;
+all_gather, reduce_scatter, all_to_all (n-1)/n; broadcast and reduce 1.
 
 Inputs are small integers, v(rank, i) = (i + 3*rank) % 7 + 1, so sums over up to
 18 ranks are exact in every dtype (int8 included). The output is one segment (world
@@ -21,6 +20,8 @@ from dataclasses import dataclass
 
 import torch
 import torch.distributed as dist
+
+from .counts import all_reduce_factor, element_count, one, spread_factor
 
 REDOPS = {
     "sum": dist.ReduceOp.SUM,
@@ -192,25 +193,13 @@ def _expect_all_to_all(case, rank, seg, k):
     return input_values(seg, rank * case.share + k).to(case.dtype)
 
 
-def _all_reduce_factor(n: int) -> float:
-    return 2 * (n - 1) / n
-
-
-def _spread_factor(n: int) -> float:
-    return (n - 1) / n
-
-
-def _one(n: int) -> float:
-    return 1.0
-
-
 SPECS: dict[str, OpSpec] = {
     spec.name: spec
     for spec in (
-        OpSpec("all_reduce", _all_reduce_factor, _all_reduce, _expect_all_reduce, uses_redop=True, in_place=True),
+        OpSpec("all_reduce", all_reduce_factor, _all_reduce, _expect_all_reduce, uses_redop=True, in_place=True),
         OpSpec(
             "all_gather",
-            _spread_factor,
+            spread_factor,
             _all_gather,
             _expect_all_gather,
             split=True,
@@ -219,16 +208,16 @@ SPECS: dict[str, OpSpec] = {
         ),
         OpSpec(
             "reduce_scatter",
-            _spread_factor,
+            spread_factor,
             _reduce_scatter,
             _expect_reduce_scatter,
             uses_redop=True,
             split=True,
             output_is_share=True,
         ),
-        OpSpec("broadcast", _one, _broadcast, _expect_broadcast, uses_root=True, in_place=True),
-        OpSpec("all_to_all", _spread_factor, _all_to_all, _expect_all_to_all, split=True, output_by_source=True),
-        OpSpec("reduce", _one, _reduce, _expect_reduce, uses_redop=True, uses_root=True, in_place=True),
+        OpSpec("broadcast", one, _broadcast, _expect_broadcast, uses_root=True, in_place=True),
+        OpSpec("all_to_all", spread_factor, _all_to_all, _expect_all_to_all, split=True, output_by_source=True),
+        OpSpec("reduce", one, _reduce, _expect_reduce, uses_redop=True, uses_root=True, in_place=True),
     )
 }
 
@@ -237,6 +226,5 @@ def make_case(op: str, dtype: torch.dtype, redop: str, root: int, world: int, si
     """The case for a requested size, rounded down to whole elements (and whole shares for
     split ops), at least one element per share."""
     spec = SPECS[op]
-    unit = world if spec.split else 1
-    count = max(unit, size // dtype.itemsize // unit * unit)
+    count = element_count(size, dtype.itemsize, world if spec.split else 1)
     return Case(op, dtype, redop if spec.uses_redop else "none", root if spec.uses_root else -1, world, count)

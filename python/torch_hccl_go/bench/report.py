@@ -3,6 +3,9 @@
 Times are medians over batches of the per-iteration time of the slowest rank, in
 microseconds; bandwidths in GB/s (1e9 bytes/s). speed-up = the other backend's time
 divided by the first backend's, so above 1 means the first backend is faster.
+
+Standard library only: the MPI peer's program (peers/mpi_program.py) prints its table
+with it, without torch.
 """
 
 from __future__ import annotations
@@ -20,6 +23,19 @@ _HEADER = (
     f"{'#wrong':>7}\n"
     f"#{'(B)':>11} {'(elements)':>13} {'':>9} {'':>6} {'':>5} {'(us)':>11} {'(GB/s)':>8} {'(GB/s)':>8}"
 )
+
+
+def in_report_order(results: list[Result], ops: tuple[str, ...], names: tuple[str, ...]) -> list[Result]:
+    """Results of several jobs in the order the tables group them: by op (as --ops lists
+    them), dtype (as first seen), size, then backend (as names lists them)."""
+    dtypes = list(dict.fromkeys(r.dtype for r in results))
+
+    def key(r: Result) -> tuple[int, int, int, int]:
+        op = ops.index(r.op) if r.op in ops else len(ops)
+        name = names.index(r.backend) if r.backend in names else len(names)
+        return (op, dtypes.index(r.dtype), r.size, name)
+
+    return sorted(results, key=key)
 
 
 def print_report(results: list[Result], backends: tuple[str, ...], out: TextIO) -> None:
@@ -94,6 +110,11 @@ def _cliffs(rows: list[Result]) -> list[str]:
         if cur.busbw < CLIFF * prev.busbw:
             out.append(f"{format_size(cur.size)} ({cur.busbw / prev.busbw:.0%})")
     return out
+
+
+def format_us(us: float) -> str:
+    """Microseconds with three or four significant digits: 7.31, 190.3, 23883."""
+    return f"{us:.2f}" if us < 100 else f"{us:.1f}" if us < 1000 else f"{us:.0f}"
 
 
 def _time(us: float) -> str:

@@ -1,9 +1,13 @@
-"""One backend's figures for one case, as rank 0 collects them."""
+"""One backend's figures for one case, as rank 0 collects them, and their --json row.
+
+Standard library only: the MPI peer's program (peers/mpi_program.py) writes its rows with
+it, without torch.
+"""
 
 from __future__ import annotations
 
 import statistics
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 
 OK = "ok"
 NOT_AVAILABLE = "n/a"  # the backend does not support this op/dtype/redop
@@ -29,6 +33,8 @@ class Result:
     rewarm_iters: int = 0  # untimed iterations before each batch (timing.py)
     # Per-iteration seconds of each batch on the slowest rank.
     batch_times: list[float] = field(default_factory=list)
+    # --history: condition name -> seconds of the op in each repetition (history.py).
+    history: dict[str, list[float]] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -54,6 +60,11 @@ class Result:
         a = self.algbw
         return None if a is None else a * self.bus_factor
 
+    def history_median(self, condition: str) -> float | None:
+        """Median seconds of the op after a --history condition, None if not measured."""
+        times = self.history.get(condition)
+        return statistics.median(times) if times else None
+
     def to_json(self) -> dict:
         d = asdict(self)
         d["time_us"] = self.time_us
@@ -64,4 +75,16 @@ class Result:
         if self.ok:
             d["time_us_min"] = min(d["batch_times_us"])
             d["time_us_max"] = max(d["batch_times_us"])
+        del d["history"]
+        if self.history:
+            d["history_us"] = {name: [t * 1e6 for t in times] for name, times in self.history.items()}
         return d
+
+    @classmethod
+    def from_json(cls, row: dict) -> Result:
+        """The Result a to_json row was written from (a job's --json read back)."""
+        names = {f.name for f in fields(cls)} - {"batch_times", "history"}
+        r = cls(**{k: v for k, v in row.items() if k in names})
+        r.batch_times = [t / 1e6 for t in row.get("batch_times_us", [])]
+        r.history = {name: [t / 1e6 for t in times] for name, times in row.get("history_us", {}).items()}
+        return r

@@ -1,5 +1,6 @@
-"""The sweep every rank runs: one process group per backend in the same processes, cases in
-order, and within a case the backends' batches interleaved so that noise hits all of them.
+"""The sweep every rank runs: every backend in the same processes (backends.py), cases in
+order, and within a case the backends' batches interleaved so that noise hits all of them;
+with --history, then the single ops after each condition (history.py), interleaved too.
 
 Every rank must issue the same collectives in the same order, so every decision that
 depends on a measurement (n/a or not, warm-up length, batch plan) is agreed through the
@@ -8,37 +9,21 @@ control group (the default gloo group) before it is acted on.
 
 from __future__ import annotations
 
-import statistics
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from datetime import timedelta
 
 import torch
 import torch.distributed as dist
 
-from . import timing
+from . import history, timing
+from .backends import make_backends
 from .config import BenchConfig
 from .data import Buffers, allocate, count_wrong, fill_input
 from .ops import Case, dtype_by_name, dtype_name, make_case
 from .progress import Progress
 from .results import ERROR, NOT_AVAILABLE, SKIPPED, Result
 from .sizes import format_size
-
-
-def import_backend(backend: str) -> None:
-    """Imports the package that registers backend with torch.distributed, where one is needed."""
-    if backend == "hccl_go":
-        import torch_hccl_go  # noqa: F401
-
-
-def make_groups(cfg: BenchConfig) -> dict[str, dist.ProcessGroup]:
-    """A process group over all ranks per backend (the default group stays the control group)."""
-    groups = {}
-    for backend in cfg.backends:
-        import_backend(backend)
-        groups[backend] = dist.new_group(backend=backend, timeout=timedelta(seconds=cfg.timeout))
-    return groups
 
 
 def cases(cfg: BenchConfig, world: int) -> Iterator[Case]:
@@ -60,8 +45,12 @@ class _Prepared:
     result: Result
     run: Callable[[], object]
     barrier: Callable[[], object]
+    small_op: Callable[[], object]  # --history: an 8-byte all_reduce on the same backend
     plan: timing.Plan
     times: list[float]
+
+
+HISTORY_COMPUTE_SIDE = 128  # --history compute bursts: matmuls of this square size
 
 
 class Sweep:
@@ -69,17 +58,19 @@ class Sweep:
         self.cfg = cfg
         self.rank = rank
         self.world = world
-        self.groups = make_groups(cfg)
+        self.backends = make_backends(cfg.backends, cfg.timeout, world)
         self.broken: dict[str, str] = {}  # backend -> the case it failed on
+        if cfg.history:
+            hosts: list[str | None] = [None] * world
+            dist.all_gather_object(hosts, history.host_identity())
+            self.shared_clock = len(set(hosts)) == 1
+            self.small = torch.zeros(2, dtype=torch.float32)  # zeros stay zeros, sum after sum
+            self.square = torch.ones(HISTORY_COMPUTE_SIDE, HISTORY_COMPUTE_SIDE)
+            self.product = torch.empty_like(self.square)
 
     def backend_info(self) -> dict[str, dict]:
-        """What a backend reports about its communicator (hccl_go: transports, options)."""
-        info = {}
-        if "hccl_go" in self.groups:
-            import torch_hccl_go
-
-            info["hccl_go"] = torch_hccl_go.comm_info(self.groups["hccl_go"])
-        return info
+        """What each backend reports about itself (hccl_go: transports, options)."""
+        return {name: info for name, backend in self.backends.items() if (info := backend.info())}
 
     def run(self, progress: Progress) -> list[Result]:
         results = []
@@ -104,7 +95,42 @@ class Sweep:
             p.result.iters_per_batch = p.plan.iters_per_batch
             p.result.rewarm_iters = p.plan.rewarm
             p.result.batch_times = self._max_over_ranks(p.times)
+        if self.cfg.history and ready:
+            self._run_history(ready, index)
         return [p.result if isinstance(p, _Prepared) else p for p in prepared]
+
+    def _run_history(self, ready: list[_Prepared], index: int) -> None:
+        """Single ops after each condition, the backends' repetitions interleaved; the call
+        and return times of every repetition are gathered once at the end."""
+        stamps: list[list[tuple[float, float]]] = [[] for _ in ready]  # per backend, in condition order
+        reps = {}
+        actions = [self._history_actions(p) for p in ready]
+        for cond in history.CONDITIONS:
+            reps[cond.name] = [history.repetitions(cond, p.result.time_s, self.cfg.max_time) for p in ready]
+            for rep in range(max(reps[cond.name])):
+                for k in range(len(ready)):
+                    b = (rep + index + k) % len(ready)
+                    if rep < reps[cond.name][b]:
+                        stamps[b].append(history.time_one(cond, actions[b]))
+        flat = [t for per_backend in stamps for pair in per_backend for t in pair]
+        every = self._gather(flat)  # [rank][2 * repetition]
+        offset = 0
+        for b, p in enumerate(ready):
+            for cond in history.CONDITIONS:
+                n = reps[cond.name][b]
+                called = [row[offset : offset + 2 * n : 2] for row in every]
+                returned = [row[offset + 1 : offset + 2 * n : 2] for row in every]
+                p.result.history[cond.name] = history.op_times(called, returned, self.shared_clock)
+                offset += 2 * n
+
+    def _history_actions(self, p: _Prepared) -> history.Actions:
+        return history.Actions(
+            op=p.run,
+            small_op=p.small_op,
+            compute_step=lambda: torch.mm(self.square, self.square, out=self.product),
+            sync=dist.barrier,  # the control group's: another communicator
+            same_op_iters=max(1, p.plan.rewarm),
+        )
 
     def _prepare(self, case: Case, backend: str, buffers: Buffers) -> _Prepared | Result:
         """Checks one iteration against the reference and warms up; a Result if it is not timed."""
@@ -123,10 +149,13 @@ class Sweep:
         if backend in self.broken:
             result.status, result.reason = SKIPPED, f"{backend} failed earlier ({self.broken[backend]})"
             return result
-        group = self.groups[backend]
+        impl = self.backends[backend]
+        if reason := impl.unsupported(case):
+            result.status, result.reason = NOT_AVAILABLE, reason
+            return result
 
         def run() -> object:
-            return case.spec.run(case, group, buffers.input, buffers.output)
+            return impl.run(case, buffers)
 
         fill_input(case, self.rank, buffers)
         failed, reason, wrong, first = False, "", 0, 0.0
@@ -149,31 +178,12 @@ class Sweep:
         result.wrong = int(sum(row[1] for row in rows)) if cfg.check else None
         first = max(float(row[2]) for row in rows)
 
-        warm = timing.warm_up_iters(first, cfg.warmup, cfg.iters, cfg.max_time)
-        times = timing.run_timed(run, warm)
-        estimate = self._max_over_ranks([statistics.median(times) if times else first])[0]
-        if cfg.iters is None:
-            estimate = self._steady_estimate(run, estimate)
-        plan = timing.plan(estimate, cfg.iters, cfg.max_time, cfg.rewarm_ms / 1e3)
-        return _Prepared(result, run, lambda: dist.barrier(group=group), plan, [])
+        plan = timing.settle(run, first, cfg.warmup, cfg.iters, cfg.max_time, cfg.rewarm_ms / 1e3, self._max_over_ranks)
 
-    def _steady_estimate(self, run: Callable[[], object], estimate: float) -> float:
-        """Per-iteration seconds in steady state: the lowest median of up to three timed runs
-        of about timing.ESTIMATE_S (within a quarter of --max-time). A handful of warm-up
-        iterations, or a run in the milliseconds after the check (Go's sysmon back at its
-        fastest polling, see timing.py), can be 3-10 times slower than the steady state and
-        would make every batch, and its rewarm, far too short."""
-        budget = self.cfg.max_time / 4
-        best = estimate
-        for _ in range(3):
-            n = timing.estimate_run_iters(best, budget)
-            if n < 4:
-                break  # long iterations: the estimate so far will do
-            times = timing.run_timed(run, n)
-            took, median = self._max_over_ranks([sum(times), statistics.median(times)])
-            budget -= took
-            best = min(best, median) if took >= timing.ESTIMATE_S / 2 else median
-        return best
+        def small_op() -> object:
+            return impl.small_all_reduce(self.small)
+
+        return _Prepared(result, run, impl.barrier, small_op, plan, [])
 
     def _gather(self, values: list[float]) -> list[list[float]]:
         """Every rank's values, through the control group."""

@@ -15,11 +15,15 @@ all_reduces ran 40-100 % slower until it had backed off. (A Go toolchain patched
 restart sysmon at 5 ms made the slowdown vanish. The library avoids the causes it can,
 export/maxprocs.go and export/processor.go, but not this one: a thread away that long
 loses its Go processor.) A large op also finds its buffers evicted by the other backend.
+
+Standard library only: the MPI peer's program (peers/mpi_program.py) times Open MPI with
+these same functions, without torch.
 """
 
 from __future__ import annotations
 
 import math
+import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -28,6 +32,9 @@ BATCH_TARGET_S = 0.010  # adaptive: a batch long enough that barrier skew (tens 
 MIN_BATCHES = 3  # adaptive: a median needs a few; the largest gloo sizes take ~1 s per iteration
 MAX_BATCHES = 50
 FIXED_MAX_BATCHES = 10  # --iters N: N iterations in min(N, 10) batches
+
+
+MaxOverRanks = Callable[[list[float]], list[float]]  # element-wise maximum over every rank
 
 
 @dataclass(frozen=True)
@@ -94,3 +101,41 @@ def time_batch(run: Callable[[], object], iters: int, barrier: Callable[[], obje
     for _ in range(iters):
         run()
     return (time.perf_counter() - t0) / iters
+
+
+def settle(
+    run: Callable[[], object],
+    first_s: float,
+    warmup: int,
+    iters: int | None,
+    max_time: float,
+    rewarm_s: float,
+    max_over_ranks: MaxOverRanks,
+) -> Plan:
+    """Warms up after a first iteration that took first_s on the slowest rank, and plans the
+    batches from the slowest rank's per-iteration time. Every rank calls it with the same
+    figures and gets the same plan (every rank must run the same number of collectives)."""
+    times = run_timed(run, warm_up_iters(first_s, warmup, iters, max_time))
+    estimate = max_over_ranks([statistics.median(times) if times else first_s])[0]
+    if iters is None:
+        estimate = steady_estimate(run, estimate, max_time, max_over_ranks)
+    return plan(estimate, iters, max_time, rewarm_s)
+
+
+def steady_estimate(run: Callable[[], object], estimate: float, max_time: float, max_over_ranks: MaxOverRanks) -> float:
+    """Per-iteration seconds in steady state: the lowest median of up to three timed runs of
+    about ESTIMATE_S (within a quarter of max_time). A handful of warm-up iterations, or a
+    run in the milliseconds after the result check (Go's sysmon back at its fastest
+    polling, see above), can be 3-10 times slower than the steady state and would make
+    every batch, and its rewarm, far too short."""
+    budget = max_time / 4
+    best = estimate
+    for _ in range(3):
+        n = estimate_run_iters(best, budget)
+        if n < 4:
+            break  # long iterations: the estimate so far will do
+        times = run_timed(run, n)
+        took, median = max_over_ranks([sum(times), statistics.median(times)])
+        budget -= took
+        best = min(best, median) if took >= ESTIMATE_S / 2 else median
+    return best

@@ -1,0 +1,62 @@
+"""--jobs: the spread table (min, median, max of the per-job medians, slow jobs) per
+(op, dtype), and per backend the jobs that were slow (spread.py)."""
+
+from __future__ import annotations
+
+from itertools import groupby
+from typing import TextIO
+
+from .report import format_us
+from .sizes import format_size
+from .spread import SLOW_FACTOR, Spread, slow_jobs
+
+
+def print_spread(spreads: list[Spread], names: tuple[str, ...], jobs: int, out: TextIO) -> None:
+    """spreads in report order: grouped by (op, dtype), then by size."""
+    for (op, dtype), group in groupby(spreads, key=lambda s: (s.op, s.dtype)):
+        group = list(group)
+        print(
+            f"\n# {op}  {dtype}  world {group[0].world}: each job's median time (us), over {jobs} jobs per "
+            f"library; slow = above {SLOW_FACTOR:g}x the median job",
+            file=out,
+        )
+        print(
+            f"#{'backend':>11} {'size':>9} {'min':>10} {'median':>10} {'max':>10} {'max/min':>8}  slow jobs", file=out
+        )
+        for name in names:
+            for s in (s for s in group if s.backend == name):
+                print(f" {name:>11} {format_size(s.size):>9} {spread_cells(s)}", file=out)
+    print_slow_jobs(spreads, names, out)
+
+
+def spread_cells(s: Spread) -> str:
+    if s.median is None:
+        return f"{'-':>10} {'-':>10} {'-':>10} {'-':>8}  not timed in any of {s.jobs} jobs"
+    slow = s.slow()
+    listed = ", ".join(f"job {job} ({format_us(t * 1e6)})" for job, t in slow)
+    text = f"{len(slow)} of {len(s.job_times)}" + (f": {listed}" if slow else "")
+    if len(s.job_times) < s.jobs:
+        text += f" ({s.jobs - len(s.job_times)} jobs did not time it)"
+    cells = [format_us(x * 1e6) for x in (s.min, s.median, s.max)]
+    return f"{cells[0]:>10} {cells[1]:>10} {cells[2]:>10} {s.max / s.min:7.2f}x  {text}"
+
+
+def print_slow_jobs(spreads: list[Spread], names: tuple[str, ...], out: TextIO) -> None:
+    """One line per backend: its slow jobs and at how many of its cases each was slow, so a
+    job that stayed slow throughout stands out from one slow case."""
+    cases: dict[str, int] = {}
+    jobs: dict[str, int] = {}
+    for s in spreads:
+        cases[s.backend] = cases.get(s.backend, 0) + 1
+        jobs[s.backend] = max(jobs.get(s.backend, 0), s.jobs)
+    slow = slow_jobs(spreads)
+    print("#", file=out)
+    for name in names:
+        if name not in cases:
+            continue
+        counter = slow.get(name)
+        if not counter:
+            print(f"# {name}: slow jobs: 0 of {jobs[name]}", file=out)
+            continue
+        listed = ", ".join(f"job {job} at {n} of {cases[name]} cases" for job, n in sorted(counter.items()))
+        print(f"# {name}: slow jobs: {len(counter)} of {jobs[name]} ({listed})", file=out)
