@@ -29,12 +29,14 @@ type Arena struct {
 	posted  []*atomic.Uint64
 	waiters []*atomic.Uint32
 	bells   []*atomic.Uint32
+	places  []*atomic.Uint64    // where each rank last waited (placement.go)
 	flags   [2][]*atomic.Uint64 // inline slot flags by parity
 	stamps  [2][][]byte         // inline slot stamps by parity
 	inline  [2][][]byte         // inline payloads by parity
 	halves  [2][][]byte         // data halves by parity
 
 	spin time.Duration // how long a wait spins before it yields
+	pl   placement     // keeps this rank off its peers' CPU
 
 	// op serialises operations and guards epoch and broken.
 	op     sync.Mutex
@@ -182,6 +184,7 @@ func (a *Arena) bindViews() {
 	a.posted = make([]*atomic.Uint64, p)
 	a.waiters = make([]*atomic.Uint32, p)
 	a.bells = make([]*atomic.Uint32, p)
+	a.places = make([]*atomic.Uint64, p)
 	for par := range 2 {
 		a.flags[par] = make([]*atomic.Uint64, p)
 		a.stamps[par] = make([][]byte, p)
@@ -194,6 +197,7 @@ func (a *Arena) bindViews() {
 		a.posted[j] = word64(m, hPosted)
 		a.waiters[j] = word32(m, hWaiters)
 		a.bells[j] = word32(m, hBell)
+		a.places[j] = word64(m, hPlace)
 		for par := range 2 {
 			off := g.inlineOffset(par)
 			end := off + g.inlineSlotSize()

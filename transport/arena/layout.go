@@ -15,7 +15,8 @@ import (
 //	          index, inlineBytes, dataBytes, job hash, pid (for messages)
 //	  line 1  attach count: every peer that mapped the segment adds 1
 //	  line 2  posted (the owner's last posted epoch), waiters (peers that
-//	          may sleep on the bell), bell (futex word, bumped to wake them)
+//	          may sleep on the bell), bell (futex word, bumped to wake them),
+//	          place (the CPU the owner last waited on, see placement.go)
 //	inline slots, parity 0 and 1: each a flag word (the epoch of the data),
 //	  the stamp of the operation that epoch began (three words, see
 //	  stamp.go), then InlineBytes of payload, in whole cache lines
@@ -27,7 +28,7 @@ const (
 	stampBytes = 24 // the Stamp after it (three words), in the same cache line
 
 	segMagic   = 0x616e657261636368 // "hccarena", stored last: the header is ready
-	segVersion = 2                  // 2: stamps in the inline slots
+	segVersion = 3                  // 2: stamps in the inline slots; 3: place word
 
 	hMagic       = 0
 	hVersion     = 8
@@ -41,6 +42,7 @@ const (
 	hPosted      = 2 * lineSize
 	hWaiters     = 2*lineSize + 8
 	hBell        = 2*lineSize + 12
+	hPlace       = 2*lineSize + 16
 	headerSize   = pageSize
 )
 

@@ -25,3 +25,6 @@ func mapFile(int, int) ([]byte, error)    { return nil, errUnsupported }
 func unmapFile([]byte) error              { return errUnsupported }
 func closeFile(int) error                 { return errUnsupported }
 func removeFile(string) error             { return errUnsupported }
+
+func currentCPU() (int, bool)             { return 0, false }
+func moveThread(func(int) bool, int) bool { return false }

@@ -12,7 +12,8 @@ import (
 const pollsPerCheck = 64
 
 // wait blocks until w (a word of local rank j's segment) reaches e. It
-// spins for the spin budget (see Config.SpinTime), then yields the
+// spins for the spin budget (see Config.SpinTime), notes where it runs
+// (placement.go), then yields the
 // processor between polls until cfg.SpinTime+cfg.YieldTime have passed,
 // then sleeps on j's bell, counted in j's waiters so that j's Post wakes
 // it. It fails when ctx ends, the arena is closed, or j is gone (checked
@@ -41,6 +42,7 @@ func (a *Arena) wait(ctx context.Context, j int, w *atomic.Uint64, e uint64) err
 			break
 		}
 	}
+	a.notePlace(j, e)
 	nextLiveness := time.Duration(0)
 	var y yielder
 	var stopWake func() bool
