@@ -33,13 +33,7 @@ func checkAllReduce(ep transport.Endpoint, send, recv []byte, dt reduce.DType, o
 	if err := checkOptions(o, Ring, RecursiveDoubling, HalvingDoubling); err != nil {
 		return err
 	}
-	if err := args.CheckElems("send", send, dt); err != nil {
-		return err
-	}
-	if err := args.CheckLen("recv", recv, len(send)); err != nil {
-		return err
-	}
-	return args.CheckAlias(send, recv)
+	return args.CheckAllReduceBuffers(send, recv, dt)
 }
 
 func allReduce(ctx context.Context, ep transport.Endpoint, tag transport.Tag, send, recv []byte, dt reduce.DType, op reduce.Op, o Options) error {

@@ -101,13 +101,7 @@ func checkAllReduceCompressed(ep transport.Endpoint, send, recv []byte, dt reduc
 	if err := checkOptions(o, Ring); err != nil {
 		return err
 	}
-	if err := args.CheckElems("send", send, dt); err != nil {
-		return err
-	}
-	if err := args.CheckLen("recv", recv, len(send)); err != nil {
-		return err
-	}
-	return args.CheckAlias(send, recv)
+	return args.CheckAllReduceBuffers(send, recv, dt)
 }
 
 func allReduceCompressed(ctx context.Context, ep transport.Endpoint, tag transport.Tag, send, recv []byte, op reduce.Op, codec wireCodec, o Options) error {

@@ -109,16 +109,7 @@ func (c *Comm) allReduceSegments(ctx context.Context, tag transport.Tag, buf []b
 }
 
 func checkAllReduce(send, recv []byte, dt reduce.DType, op reduce.Op) error {
-	if err := args.CheckReduction(dt, op); err != nil {
-		return err
-	}
-	if err := args.CheckElems("send", send, dt); err != nil {
-		return err
-	}
-	if err := args.CheckLen("recv", recv, len(send)); err != nil {
-		return err
-	}
-	return args.CheckAlias(send, recv)
+	return args.CheckAllReduce(send, recv, dt, op)
 }
 
 // localReduce is the reduction over a host of one rank: its input (scaled

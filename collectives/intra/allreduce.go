@@ -56,16 +56,7 @@ func checkAllReduce(a *arena.Arena, send, recv []byte, dt reduce.DType, op reduc
 	if err := checkArena(a); err != nil {
 		return err
 	}
-	if err := args.CheckReduction(dt, op); err != nil {
-		return err
-	}
-	if err := args.CheckElems("send", send, dt); err != nil {
-		return err
-	}
-	if err := args.CheckLen("recv", recv, len(send)); err != nil {
-		return err
-	}
-	return args.CheckAlias(send, recv)
+	return args.CheckAllReduce(send, recv, dt, op)
 }
 
 func allReduce(ctx context.Context, a *arena.Arena, sc *SingleCopy, seq uint64, send, recv []byte, dt reduce.DType, op reduce.Op, preMul float64, t tuning) error {

@@ -66,3 +66,25 @@ func CheckCounts(name string, counts []int, size int) error {
 	}
 	return nil
 }
+
+// CheckAllReduce checks the buffers of an all_reduce: a supported dtype and
+// op, send whole elements, recv as long as send, and the two either the
+// same memory or apart.
+func CheckAllReduce(send, recv []byte, dt reduce.DType, op reduce.Op) error {
+	if err := CheckReduction(dt, op); err != nil {
+		return err
+	}
+	return CheckAllReduceBuffers(send, recv, dt)
+}
+
+// CheckAllReduceBuffers is CheckAllReduce without the dtype and op check,
+// for callers that made it already.
+func CheckAllReduceBuffers(send, recv []byte, dt reduce.DType) error {
+	if err := CheckElems("send", send, dt); err != nil {
+		return err
+	}
+	if err := CheckLen("recv", recv, len(send)); err != nil {
+		return err
+	}
+	return CheckAlias(send, recv)
+}
