@@ -180,7 +180,9 @@ func (s *setup) serve(conn *net.TCPConn) {
 	}
 	s.dropPending(conn)
 	_ = conn.Close()
-	if err != nil && !errors.Is(err, errProbe) {
+	// Probes say nothing, and a handshake cut because the setup ended
+	// (closePending) was not refused.
+	if err != nil && !errors.Is(err, errProbe) && !errors.Is(err, net.ErrClosed) {
 		s.cfg.Logf("hccl-go tcp: rank %d: refused connection from %s: %v", s.rank, conn.RemoteAddr(), err)
 	}
 }
