@@ -56,14 +56,21 @@ func (c *Communicator) pickReduce(stream int, o collectives.Options) collectives
 	return o
 }
 
-func (c *Communicator) allReduce(ctx context.Context, stream int, tag transport.Tag, send, recv []byte, dt reduce.DType, op reduce.Op, o collectives.Options) error {
-	switch o.Algo {
-	case collectives.Hier:
-		if h := c.hiers[stream]; h != nil {
-			return h.AllReduce(ctx, tag, send, recv, dt, op, o.PreMul, o)
-		}
+// allReduce runs an all_reduce as messages (the arena hierarchy's
+// included), its inter-host bytes travelling as comp: only the ring and the
+// arena hierarchy compress, and pickAllReduce chooses no other under
+// compression.
+func (c *Communicator) allReduce(ctx context.Context, stream int, tag transport.Tag, send, recv []byte, dt reduce.DType, op reduce.Op, comp collectives.Compression, o collectives.Options) error {
+	h := c.hiers[stream]
+	switch {
+	case o.Algo == collectives.Hier && h != nil:
+		return h.AllReduceCompressed(ctx, tag, send, recv, dt, op, o.PreMul, comp, o)
+	case comp != collectives.NoCompression:
+		o.Algo = collectives.Ring
+		return collectives.OrderedAllReduceCompressed(ctx, c.ep, tag, send, recv, dt, op, comp, c.topo.ringOrder(c.size), o)
+	case o.Algo == collectives.Hier:
 		return collectives.HierAllReduce(ctx, c.ep, tag, send, recv, dt, op, c.topo.hier, o)
-	case collectives.Ring:
+	case o.Algo == collectives.Ring:
 		return collectives.OrderedAllReduce(ctx, c.ep, tag, send, recv, dt, op, c.topo.ringOrder(c.size), o)
 	default:
 		return collectives.AllReduce(ctx, c.ep, tag, send, recv, dt, op, o)
@@ -155,12 +162,17 @@ func (t *topology) ringNote(a collectives.Algorithm) string {
 // model counts them: see topo.OpAllReduce) takes when it runs as messages:
 // the HCCL_GO_ALGO override, else the cost model's choice, else "auto"
 // (the collectives' size thresholds). op is "allreduce", "allgather",
-// "reducescatter" or "broadcast". A single host's shared-memory arena, when
-// there is one, takes precedence over all of these.
+// "reducescatter" or "broadcast". With compression (HCCL_GO_COMPRESSION)
+// an all_reduce is taken as one that compresses (float32 sum): the ring or
+// the hierarchy. A single host's shared-memory arena, when there is one,
+// takes precedence over all of these.
 func (c *Communicator) ChooseAlgorithm(op string, nbytes int) (string, error) {
 	op, err := topo.NormalizeOp(op)
 	if err != nil {
 		return "", err
+	}
+	if comp := c.compression(); op == topo.OpAllReduce && comp != collectives.NoCompression {
+		return string(c.topo.chooseCompressed(nbytes, c.cfg.AlgoFor(op), c.hiers[0] != nil, comp)), nil
 	}
 	implemented := map[string][]string{
 		topo.OpAllReduce: allReduceAlgos, topo.OpAllGather: movementAlgos,

@@ -52,16 +52,21 @@ func (m *CostModel) slowestHost(cost func(r int) float64) float64 {
 
 // arenaAllReduce: reduce-scatter in each host, all_reduce of every
 // segment across hosts among its owners (all at once), all-gather in each
-// host.
+// host. Compressed, the segments' rings carry WireRatio of their bytes
+// and encode and decode them; the arena phases stay exact.
 func (m *CostModel) arenaAllReduce(n float64) float64 {
 	h := len(m.groups)
 	rings, chunks := m.segmentRings(n)
+	for i := range chunks {
+		chunks[i] = m.wire(chunks[i])
+	}
 	minR := len(m.groups[0])
 	for _, g := range m.groups {
 		minR = min(minR, len(g))
 	}
+	piece := n / float64(minR) // the largest piece a rank carries across
 	t := m.slowestHost(func(r int) float64 { return m.arenaScatterPhase(n, r) })
-	t += m.ringsPhaseSized(rings, 2*(h-1), chunks) + m.reduceTime(float64(h-1)/float64(h)*n/float64(minR))
+	t += m.ringsPhaseSized(rings, 2*(h-1), chunks) + m.reduceTime(float64(h-1)/float64(h)*piece) + m.ringCodecTime(h, piece)
 	return t + m.slowestHost(func(r int) float64 { return m.arenaCopyPhase(n, r) })
 }
 

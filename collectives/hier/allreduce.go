@@ -38,11 +38,34 @@ import (
 // boundary once would send 2(p-1)/p·n per rank. Avg sums in every phase
 // and divides once, PreMulSum scales in phase 1.
 func (c *Comm) AllReduce(ctx context.Context, tag transport.Tag, send, recv []byte, dt reduce.DType, op reduce.Op, preMul float64, o collectives.Options) error {
-	return wrapOp("allreduce", c.Rank(), c.allReduce(ctx, tag, send, recv, dt, op, preMul, o))
+	return wrapOp("allreduce", c.Rank(), c.allReduce(ctx, tag, send, recv, dt, op, preMul, collectives.NoCompression, o))
 }
 
-func (c *Comm) allReduce(ctx context.Context, tag transport.Tag, send, recv []byte, dt reduce.DType, op reduce.Op, preMul float64, o collectives.Options) error {
+// AllReduceCompressed is AllReduce whose inter-host phase travels as
+// 16-bit floats (collectives.AllReduceCompressed among every segment's
+// owners, float32 accumulation), while the arena phases stay exact: each
+// host's partial sum is exact in float32 before it is first rounded, and
+// only the bytes between hosts shrink. Every rank ends bitwise identical
+// (each segment's owners hold the same bits after phase 2, and phase 3
+// copies them). Error: each host partial is rounded at most H times on
+// its way, so |result - exact| <= H·u·Σ_ranks |x| (u = comp.UnitRoundoff()),
+// plus float32 rounding. Avg divides the decoded float32 sum.
+//
+// dt must be Float32 and op Sum, Avg or PreMulSum
+// (collectives.Compressible); comp NoCompression runs AllReduce.
+func (c *Comm) AllReduceCompressed(ctx context.Context, tag transport.Tag, send, recv []byte, dt reduce.DType, op reduce.Op, preMul float64, comp collectives.Compression, o collectives.Options) error {
+	name := "allreduce"
+	if comp != collectives.NoCompression && comp != "" {
+		name += " " + string(comp)
+	}
+	return wrapOp(name, c.Rank(), c.allReduce(ctx, tag, send, recv, dt, op, preMul, comp, o))
+}
+
+func (c *Comm) allReduce(ctx context.Context, tag transport.Tag, send, recv []byte, dt reduce.DType, op reduce.Op, preMul float64, comp collectives.Compression, o collectives.Options) error {
 	if err := checkAllReduce(send, recv, dt, op); err != nil {
+		return err
+	}
+	if err := checkCompression(dt, op, comp); err != nil {
 		return err
 	}
 	es, n := dt.Size(), len(send)/dt.Size()
@@ -60,7 +83,7 @@ func (c *Comm) allReduce(ctx context.Context, tag transport.Tag, send, recv []by
 		return fmt.Errorf("phase 1 (reduce-scatter in host %d): %w", c.host, err)
 	}
 
-	if err := c.allReduceSegments(ctx, tag, recv, bounds[c.local], bounds[c.local+1], n, dt, later, o); err != nil {
+	if err := c.allReduceSegments(ctx, tag, recv, bounds[c.local], bounds[c.local+1], n, dt, later, comp, o); err != nil {
 		return fmt.Errorf("phase 2 (all_reduce across hosts): %w", err)
 	}
 	if op == reduce.Avg {
@@ -81,8 +104,8 @@ func (c *Comm) allReduce(ctx context.Context, tag transport.Tag, send, recv []by
 
 // allReduceSegments all_reduces, across hosts, every segment of this
 // rank's piece [lo, hi) of the n elements in buf, each with its owners,
-// all at once.
-func (c *Comm) allReduceSegments(ctx context.Context, tag transport.Tag, buf []byte, lo, hi, n int, dt reduce.DType, op reduce.Op, o collectives.Options) error {
+// all at once, compressed unless comp is NoCompression.
+func (c *Comm) allReduceSegments(ctx context.Context, tag transport.Tag, buf []byte, lo, hi, n int, dt reduce.DType, op reduce.Op, comp collectives.Compression, o collectives.Options) error {
 	if len(c.hosts) == 1 || lo == hi {
 		return nil
 	}
@@ -99,7 +122,7 @@ func (c *Comm) allReduceSegments(ctx context.Context, tag transport.Tag, buf []b
 		}
 		seg := buf[s.lo*es : s.hi*es]
 		g.Go(func() error {
-			if err := collectives.AllReduce(gctx, v, tag, seg, seg, dt, op, across); err != nil {
+			if err := collectives.AllReduceCompressed(gctx, v, tag, seg, seg, dt, op, comp, across); err != nil {
 				return fmt.Errorf("elements [%d, %d) with ranks %v: %w", s.lo, s.hi, s.owners, err)
 			}
 			return nil
@@ -119,6 +142,21 @@ func checkAllReduce(send, recv []byte, dt reduce.DType, op reduce.Op) error {
 		return err
 	}
 	return args.CheckAlias(send, recv)
+}
+
+// checkCompression accepts NoCompression for any reduction, and a wire
+// format only for what collectives.AllReduceCompressed takes.
+func checkCompression(dt reduce.DType, op reduce.Op, comp collectives.Compression) error {
+	if comp == collectives.NoCompression || comp == "" {
+		return nil
+	}
+	if _, err := collectives.ParseCompression(string(comp)); err != nil {
+		return args.Invalidf("%v", err)
+	}
+	if !collectives.Compressible(dt, op) {
+		return args.Invalidf("compressed all_reduce needs float32 data and op sum, avg or premul_sum, got %s %s", dt, op)
+	}
+	return nil
 }
 
 // localReduce is the reduction over a host of one rank: its input (scaled
