@@ -49,18 +49,39 @@ func (c *Communicator) compressionFor(dt reduce.DType, op reduce.Op) collectives
 // hierarchy with its inter-host phase compressed, whichever the compressed
 // cost model prefers (a forced algorithm other than those two runs as the
 // ring). In a single host's arena it is exact.
+//
+// The arena hierarchy runs in rounds (Options.RoundBytes) when the cost
+// model predicts its inter-host phase to dominate its arena phases.
 func (c *Communicator) pickAllReduce(stream, nbytes int, dt reduce.DType, op reduce.Op, o collectives.Options) (collectives.Options, collectives.Compression) {
 	comp := c.compressionFor(dt, op)
 	switch {
 	case comp == collectives.NoCompression:
-		return c.pick(stream, topo.OpAllReduce, nbytes, o, allReduceAlgos), comp
+		o = c.pick(stream, topo.OpAllReduce, nbytes, o, allReduceAlgos)
 	case stream < 0 || stream >= len(c.streams):
 		return o, comp // refused by submitCollective
 	case c.arenaFor(stream, o) != nil:
 		return o, collectives.NoCompression
+	default:
+		o.Algo = c.topo.chooseCompressed(nbytes, o.Algo, c.hiers[stream] != nil, comp)
 	}
-	o.Algo = c.topo.chooseCompressed(nbytes, o.Algo, c.hiers[stream] != nil, comp)
+	if o.Algo == collectives.Hier && stream >= 0 && stream < len(c.hiers) && c.hiers[stream] != nil {
+		if m := c.topo.modelFor(comp); m != nil {
+			o.RoundBytes = m.ArenaAllReduceRounds(nbytes)
+		}
+	}
 	return o, comp
+}
+
+// modelFor is the cost model of all_reduces travelling as comp (nil
+// without a model).
+func (t *topology) modelFor(comp collectives.Compression) *topo.CostModel {
+	switch {
+	case t == nil:
+		return nil
+	case comp != collectives.NoCompression && t.compressed != nil:
+		return t.compressed
+	}
+	return t.model
 }
 
 // chooseCompressed is choose for a compressed all_reduce: the override

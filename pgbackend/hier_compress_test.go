@@ -15,6 +15,7 @@ import (
 
 	"github.com/hccl-go/hccl-go/collectives"
 	"github.com/hccl-go/hccl-go/collectives/reduce"
+	"github.com/hccl-go/hccl-go/topo"
 	"github.com/hccl-go/hccl-go/transport/inproc"
 )
 
@@ -87,6 +88,18 @@ func TestCompressedHierAcrossHosts(t *testing.T) {
 				st := c.Stats().Ops["allreduce"]
 				assert.Equal(t, tc.sent[r], st.BytesSent, "rank %d sends its pieces' wire chunks across hosts and nothing else", r)
 				assert.Equal(t, tc.sent[r], st.BytesRecv, "rank %d", r)
+				assert.Positive(t, st.InterNs, "rank %d: time across hosts", r)
+				mates := 0
+				for _, h := range tc.hosts {
+					if h == tc.hosts[r] {
+						mates++
+					}
+				}
+				if mates > 1 {
+					assert.Positive(t, st.ArenaNs, "rank %d: time in the arena", r)
+				} else {
+					assert.Zero(t, st.ArenaNs, "rank %d is alone on its host", r)
+				}
 			}
 
 			// float64 is not compressed: the flight recorder says so.
@@ -210,4 +223,38 @@ func lastOp(t *testing.T, c *Communicator) tracedOp {
 	require.NoError(t, json.Unmarshal(c.TraceJSON("test"), &dump))
 	require.NotEmpty(t, dump.Ops)
 	return dump.Ops[len(dump.Ops)-1]
+}
+
+// Across hosts joined by 1 Gbit/s, a large hierarchical all_reduce runs
+// in rounds, compressed or not (the network dominates), a small one in
+// one; the results are right either way.
+func TestHierAllReduceRounds(t *testing.T) {
+	hosts := []string{"a", "a", "b", "b"}
+	for _, comp := range []string{"none", "bf16"} {
+		t.Run(comp, func(t *testing.T) {
+			cs := connectAll(t, hosts, compressedHierConfig(t, hosts, comp))
+			c := cs[0]
+			for _, tc := range []struct {
+				nbytes int
+				rounds int
+			}{{64 << 20, topo.HierRoundBytes}, {4 << 20, 0}} {
+				o, _ := c.pickAllReduce(StreamDefault, tc.nbytes, reduce.Float32, reduce.Sum, c.options("allreduce", 0))
+				assert.Equal(t, collectives.Hier, o.Algo, "%d bytes", tc.nbytes)
+				assert.Equal(t, tc.rounds, o.RoundBytes, "%d bytes", tc.nbytes)
+			}
+			const n = 2*topo.HierRoundBytes/4 + 5 // two rounds
+			p := len(cs)
+			inputs := make([][]byte, p)
+			for r := range p {
+				inputs[r] = smallInts(reduce.Float32, reduce.Sum, n, r)
+			}
+			want := referenceReduce(reduce.Float32, reduce.Sum, 0, inputs)
+			eachRank(cs, func(c *Communicator) {
+				buf := slices.Clone(inputs[c.Rank()])
+				w, err := c.AllReduce(buf, buf, reduce.Float32, reduce.Sum, 0, StreamDefault)
+				wait(t, w, err)
+				assert.True(t, slices.Equal(want, buf), "rank %d", c.Rank())
+			})
+		})
+	}
 }

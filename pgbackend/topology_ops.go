@@ -64,7 +64,9 @@ func (c *Communicator) allReduce(ctx context.Context, stream int, tag transport.
 	h := c.hiers[stream]
 	switch {
 	case o.Algo == collectives.Hier && h != nil:
-		return h.AllReduceCompressed(ctx, tag, send, recv, dt, op, o.PreMul, comp, o)
+		err := h.AllReduceCompressed(ctx, tag, send, recv, dt, op, o.PreMul, comp, o)
+		c.stats.addTimes(ctx, h.LastTimes())
+		return err
 	case comp != collectives.NoCompression:
 		o.Algo = collectives.Ring
 		return collectives.OrderedAllReduceCompressed(ctx, c.ep, tag, send, recv, dt, op, comp, c.topo.ringOrder(c.size), o)
@@ -82,7 +84,9 @@ func (c *Communicator) allGather(ctx context.Context, stream int, tag transport.
 		return collectives.OrderedAllGather(ctx, c.ep, tag, send, recv, c.topo.ringOrder(c.size), o)
 	}
 	if h := c.hiers[stream]; h != nil {
-		return h.AllGather(ctx, tag, send, recv)
+		err := h.AllGather(ctx, tag, send, recv)
+		c.stats.addTimes(ctx, h.LastTimes())
+		return err
 	}
 	return collectives.HierAllGather(ctx, c.ep, tag, send, recv, c.topo.hier, o)
 }
@@ -92,7 +96,9 @@ func (c *Communicator) reduceScatter(ctx context.Context, stream int, tag transp
 		return collectives.OrderedReduceScatter(ctx, c.ep, tag, send, recv, dt, op, c.topo.ringOrder(c.size), o)
 	}
 	if h := c.hiers[stream]; h != nil {
-		return h.ReduceScatter(ctx, tag, send, recv, dt, op, o.PreMul)
+		err := h.ReduceScatter(ctx, tag, send, recv, dt, op, o.PreMul)
+		c.stats.addTimes(ctx, h.LastTimes())
+		return err
 	}
 	return collectives.HierReduceScatter(ctx, c.ep, tag, send, recv, dt, op, c.topo.hier, o)
 }

@@ -2,7 +2,9 @@ package topo
 
 import (
 	"cmp"
+	"math"
 	"slices"
+	"time"
 )
 
 // The hierarchical algorithms with Params.ArenaHier (collectives/hier).
@@ -50,11 +52,54 @@ func (m *CostModel) slowestHost(cost func(r int) float64) float64 {
 	return worst
 }
 
+// HierRoundBytes is the size of the rounds of the arena hierarchy's
+// all_reduce where its inter-host phase dominates (ArenaAllReduceRounds).
+const HierRoundBytes = 4 << 20
+
+// hierRoundsFactor: the all_reduce runs in rounds when its inter-host
+// phase is predicted at least this many times as long as its arena
+// phases. Then the arena phases hide behind the network, which needs
+// little CPU; where they are comparable, both are bound by the CPU and
+// the rounds would compete for it (measured with four ranks on two
+// cores: collectives/hier/rounds.go).
+const hierRoundsFactor = 2
+
+// ArenaAllReduceRounds is the Options.RoundBytes of the arena hierarchy's
+// all_reduce of nbytes (collectives/hier): HierRoundBytes when the buffer
+// makes two rounds or more and the inter-host phase dominates, else 0
+// (one round). The same on every rank.
+func (m *CostModel) ArenaAllReduceRounds(nbytes int) int {
+	if !m.ArenaHier() || nbytes < 2*HierRoundBytes {
+		return 0
+	}
+	arena, inter := m.arenaAllReduceParts(float64(nbytes))
+	if inter < hierRoundsFactor*arena {
+		return 0
+	}
+	return HierRoundBytes
+}
+
 // arenaAllReduce: reduce-scatter in each host, all_reduce of every
 // segment across hosts among its owners (all at once), all-gather in each
-// host. Compressed, the segments' rings carry WireRatio of their bytes
-// and encode and decode them; the arena phases stay exact.
+// host; in k rounds (ArenaAllReduceRounds) the inter-host phases of the
+// rounds follow each other while the arena phases hide behind them, but
+// for the first round's reduce-scatter and the last one's all-gather.
 func (m *CostModel) arenaAllReduce(n float64) float64 {
+	arena, inter := m.arenaAllReduceParts(n)
+	rb := m.ArenaAllReduceRounds(int(n))
+	if rb == 0 {
+		return arena + inter
+	}
+	k := math.Floor(n / float64(rb))
+	roundArena, roundInter := m.arenaAllReduceParts(n / k)
+	return k*roundInter + roundArena
+}
+
+// arenaAllReduceParts are arenaAllReduce's arena phases (reduce-scatter
+// and all-gather) and its inter-host phase. Compressed, the segments'
+// rings carry WireRatio of their bytes and encode and decode them; the
+// arena phases stay exact.
+func (m *CostModel) arenaAllReduceParts(n float64) (arena, inter float64) {
 	h := len(m.groups)
 	rings, chunks := m.segmentRings(n)
 	for i := range chunks {
@@ -65,9 +110,22 @@ func (m *CostModel) arenaAllReduce(n float64) float64 {
 		minR = min(minR, len(g))
 	}
 	piece := n / float64(minR) // the largest piece a rank carries across
-	t := m.slowestHost(func(r int) float64 { return m.arenaScatterPhase(n, r) })
-	t += m.ringsPhaseSized(rings, 2*(h-1), chunks) + m.reduceTime(float64(h-1)/float64(h)*piece) + m.ringCodecTime(h, piece)
-	return t + m.slowestHost(func(r int) float64 { return m.arenaCopyPhase(n, r) })
+	arena = m.slowestHost(func(r int) float64 { return m.arenaScatterPhase(n, r) }) +
+		m.slowestHost(func(r int) float64 { return m.arenaCopyPhase(n, r) })
+	inter = m.ringsPhaseSized(rings, 2*(h-1), chunks) + m.reduceTime(float64(h-1)/float64(h)*piece) + m.ringCodecTime(h, piece)
+	return arena, inter
+}
+
+// ArenaAllReducePhases is the predicted time of the arena hierarchy's
+// all_reduce of nbytes in its arena phases (both) and in its inter-host
+// phase (ok false without the arena hierarchy): how much overlapping them
+// could save.
+func (m *CostModel) ArenaAllReducePhases(nbytes int) (arena, inter time.Duration, ok bool) {
+	if !m.ArenaHier() || nbytes < 0 {
+		return 0, 0, false
+	}
+	a, i := m.arenaAllReduceParts(float64(nbytes))
+	return seconds(a), seconds(i), true
 }
 
 // arenaAllGather (n: the output): every rank sends its block to one rank

@@ -17,15 +17,44 @@ func TestArenaGroups(t *testing.T) {
 // With free local work, the arena hierarchy's all_reduce on 2 hosts of 2
 // costs its inter-host phase alone: two steps of the two pieces' rings,
 // each piece's flows sharing the NIC, n/4 per step: 2α + n/NIC, plus the
-// two arena operations.
+// two arena operations; at 64 MiB in 16 rounds of 4 MiB, 16 times the
+// latency, and the arena operations of one round.
 func TestArenaHierAllReduceIsItsInterHostPhase(t *testing.T) {
 	const nic = 125e6
 	g := twoLevel([]string{"a", "a", "b", "b"}, 1.5e9, nic)
 	m := newModel(t, g, Params{ArenaHier: true})
 	require.True(t, m.ArenaHier())
-	n := 64 * mib
+	n := 4 * mib
+	assert.Zero(t, m.ArenaAllReduceRounds(n), "one round")
 	want := 2*(10*time.Microsecond).Seconds() + float64(n)/nic + 2*arenaOpSeconds
 	assert.InEpsilon(t, want, predict(t, m, OpAllReduce, AlgoHier, n), 1e-9)
+	n = 64 * mib
+	require.Equal(t, HierRoundBytes, m.ArenaAllReduceRounds(n))
+	want = 16*2*(10*time.Microsecond).Seconds() + float64(n)/nic + 2*arenaOpSeconds
+	assert.InEpsilon(t, want, predict(t, m, OpAllReduce, AlgoHier, n), 1e-9)
+}
+
+// Rounds where the network dominates: at 1 Gbit/s from two rounds up; not
+// on a network as fast as the arena phases, nor without the arena
+// hierarchy.
+func TestArenaAllReduceRounds(t *testing.T) {
+	local := Params{ArenaHier: true, CopyBandwidth: 4e9, ReduceBandwidth: 4e9}
+	slow := newModel(t, twoLevel([]string{"a", "a", "b", "b"}, 1.5e9, 125e6), local)
+	assert.Zero(t, slow.ArenaAllReduceRounds(2*HierRoundBytes-4))
+	assert.Equal(t, HierRoundBytes, slow.ArenaAllReduceRounds(2*HierRoundBytes))
+	arena, inter, ok := slow.ArenaAllReducePhases(64 * mib)
+	require.True(t, ok)
+	assert.Greater(t, inter, 10*arena)
+
+	fast := newModel(t, twoLevel([]string{"a", "a", "b", "b"}, 10e9, 10e9), local)
+	arena, inter, _ = fast.ArenaAllReducePhases(64 * mib)
+	assert.Less(t, inter, 2*arena)
+	assert.Zero(t, fast.ArenaAllReduceRounds(64*mib))
+
+	messages := newModel(t, twoLevel([]string{"a", "a", "b", "b"}, 1.5e9, 125e6), Params{})
+	assert.Zero(t, messages.ArenaAllReduceRounds(64*mib))
+	_, _, ok = messages.ArenaAllReducePhases(64 * mib)
+	assert.False(t, ok)
 }
 
 // The intra-host phases at memory speed make the hierarchy cheaper than

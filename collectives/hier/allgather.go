@@ -30,6 +30,7 @@ func (c *Comm) AllGather(ctx context.Context, tag transport.Tag, send, recv []by
 }
 
 func (c *Comm) allGather(ctx context.Context, tag transport.Tag, send, recv []byte) error {
+	c.last = Times{}
 	me, p, b := c.Rank(), c.Size(), len(send)
 	if err := args.CheckLen("recv", recv, p*b); err != nil {
 		return err
@@ -58,7 +59,10 @@ func (c *Comm) allGather(ctx context.Context, tag transport.Tag, send, recv []by
 				recvs = append(recvs, message{peer: r, buf: held[at(r)*b:][:b]})
 			}
 		}
-		if err := exchange(ctx, c.ep, tag, sends, recvs); err != nil {
+		done := c.timeInter()
+		err := exchange(ctx, c.ep, tag, sends, recvs)
+		done()
+		if err != nil {
 			return fmt.Errorf("phase 1 (blocks across hosts): %w", err)
 		}
 	}
@@ -70,6 +74,7 @@ func (c *Comm) allGather(ctx context.Context, tag transport.Tag, send, recv []by
 		counts[i] = len(ranks) * b
 	}
 	mine := held[at(c.blocks[c.local][0])*b:][:counts[c.local]]
+	defer c.timeArena()()
 	if err := intra.AllGatherV(ctx, c.arena, uint64(tag), mine, held, counts); err != nil {
 		return fmt.Errorf("phase 2 (all-gather in host %d): %w", c.host, err)
 	}

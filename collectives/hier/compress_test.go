@@ -39,6 +39,17 @@ const compressedChunk = 1 << 10
 // one rank per host, in host order (collectives.AllReduceCompressed over
 // in-process links), then Avg's division.
 func TestAllReduceCompressedMatchesReference(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		roundBytes int // 0: the default, one round
+	}{{"one round", 0}, {"rounds", 4096}} {
+		t.Run(tc.name, func(t *testing.T) {
+			testCompressedMatchesReference(t, tc.roundBytes)
+		})
+	}
+}
+
+func testCompressedMatchesReference(t *testing.T, roundBytes int) {
 	for _, l := range compressedLayouts {
 		t.Run(l.name, func(t *testing.T) {
 			c := newCluster(t, l.hostOf)
@@ -50,11 +61,12 @@ func TestAllReduceCompressedMatchesReference(t *testing.T) {
 						for r := range p {
 							inputs[r] = gradients(n, r, uint64(n)+uint64(op))
 						}
-						want := compressedReference(t, l.hostOf, inputs, op, comp)
+						want := compressedReference(t, l.hostOf, inputs, op, comp, roundBytes)
 						outs := make([][]byte, p)
 						c.run(t, func(ctx context.Context, r int, comm *hier.Comm, tag transport.Tag) error {
 							outs[r] = make([]byte, len(inputs[r]))
-							return comm.AllReduceCompressed(ctx, tag, inputs[r], outs[r], reduce.Float32, op, testPreMul, comp, collectives.Options{ChunkBytes: compressedChunk})
+							o := collectives.Options{ChunkBytes: compressedChunk, RoundBytes: roundBytes}
+							return comm.AllReduceCompressed(ctx, tag, inputs[r], outs[r], reduce.Float32, op, testPreMul, comp, o)
 						})
 						for r := range p {
 							requireSameBytes(t, want, outs[r], "%s %s n=%d rank %d", comp, op, n, r)
@@ -170,10 +182,11 @@ func TestAllReduceCompressedRefuses(t *testing.T) {
 }
 
 // compressedReference is the compressed all_reduce computed the way the
-// algorithm quantises: exact host partials, then each segment (the
-// buffer cut at every host's piece boundaries) all_reduced compressed
-// among the hosts over in-process links, then Avg's division.
-func compressedReference(t *testing.T, hostOf []int, inputs [][]byte, op reduce.Op, comp collectives.Compression) []byte {
+// algorithm quantises: exact host partials, then, round by round
+// (hier.RoundCuts), each segment (the round cut at every host's piece
+// boundaries) all_reduced compressed among the hosts over in-process
+// links, then Avg's division.
+func compressedReference(t *testing.T, hostOf []int, inputs [][]byte, op reduce.Op, comp collectives.Compression, roundBytes int) []byte {
 	t.Helper()
 	hosts := slices.Max(hostOf) + 1
 	partials := make([][]byte, hosts)
@@ -191,9 +204,13 @@ func compressedReference(t *testing.T, hostOf []int, inputs [][]byte, op reduce.
 	}
 	n := len(inputs[0]) / 4
 	var cuts []int
-	for _, k := range sizes {
-		for i := range k + 1 {
-			cuts = append(cuts, i*(n/k)+min(i, n%k)) // piece bounds, the first n%k one longer
+	rounds := hier.RoundCuts(n, 4, roundBytes)
+	for k := 0; k+1 < len(rounds); k++ {
+		lo, m := rounds[k], rounds[k+1]-rounds[k]
+		for _, r := range sizes {
+			for i := range r + 1 {
+				cuts = append(cuts, lo+i*(m/r)+min(i, m%r)) // piece bounds, the first m%r one longer
+			}
 		}
 	}
 	slices.Sort(cuts)
