@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
@@ -20,11 +21,26 @@ import (
 )
 
 // compressedHierConfig is a communicator across emulated hosts joined by a
-// 1 Gbit/s network (topology file), all_reduce compressed to comp.
+// 100 Mbit/s network (topology file), all_reduce compressed to comp. The
+// network is slow enough for the model to choose the hierarchy, and
+// rounds, whatever local copy speeds init measures (the race detector and
+// a loaded machine slow them down tenfold).
 func compressedHierConfig(t *testing.T, hosts []string, comp string) Config {
 	t.Helper()
 	cfg := topoTestConfig()
-	cfg.TopoFile = slowNetworkFile(t, hosts)
+	g := topo.NewGraph(len(hosts))
+	for i, h := range hosts {
+		g.SetRank(i, topo.RankInfo{Host: h, NUMA: -1})
+		for j := range i {
+			l := topo.Link{Latency: 20 * time.Microsecond, Bandwidth: 12.5e6}
+			if hosts[j] == h {
+				l = topo.Link{Latency: time.Microsecond, Bandwidth: 1.5e9}
+			}
+			g.SetLink(j, i, l)
+		}
+	}
+	cfg.TopoFile = filepath.Join(t.TempDir(), "topo.json")
+	require.NoError(t, g.Save(cfg.TopoFile))
 	require.NoError(t, cfg.ApplyOptions("compression="+comp))
 	return cfg
 }
@@ -225,7 +241,7 @@ func lastOp(t *testing.T, c *Communicator) tracedOp {
 	return dump.Ops[len(dump.Ops)-1]
 }
 
-// Across hosts joined by 1 Gbit/s, a large hierarchical all_reduce runs
+// Across hosts joined by 100 Mbit/s, a large hierarchical all_reduce runs
 // in rounds, compressed or not (the network dominates), a small one in
 // one; the results are right either way.
 func TestHierAllReduceRounds(t *testing.T) {
