@@ -49,9 +49,7 @@ func (c *Communicator) compressionFor(dt reduce.DType, op reduce.Op) collectives
 // hierarchy with its inter-host phase compressed, whichever the compressed
 // cost model prefers (a forced algorithm other than those two runs as the
 // ring). In a single host's arena it is exact.
-//
-// The arena hierarchy runs in rounds (Options.RoundBytes) when the cost
-// model predicts its inter-host phase to dominate its arena phases.
+// The arena hierarchy runs in rounds (roundBytes).
 func (c *Communicator) pickAllReduce(stream, nbytes int, dt reduce.DType, op reduce.Op, o collectives.Options) (collectives.Options, collectives.Compression) {
 	comp := c.compressionFor(dt, op)
 	switch {
@@ -63,11 +61,7 @@ func (c *Communicator) pickAllReduce(stream, nbytes int, dt reduce.DType, op red
 		return o, collectives.NoCompression
 	default:
 		o.Algo = c.topo.chooseCompressed(nbytes, o.Algo, c.hiers[stream] != nil, comp)
-	}
-	if o.Algo == collectives.Hier && stream >= 0 && stream < len(c.hiers) && c.hiers[stream] != nil {
-		if m := c.topo.modelFor(comp); m != nil {
-			o.RoundBytes = m.ArenaAllReduceRounds(nbytes)
-		}
+		o.RoundBytes = c.roundBytes(stream, topo.OpAllReduce, nbytes, o.Algo, c.topo.modelFor(comp))
 	}
 	return o, comp
 }

@@ -242,9 +242,9 @@ func lastOp(t *testing.T, c *Communicator) tracedOp {
 }
 
 // Across hosts joined by 100 Mbit/s, a large hierarchical all_reduce runs
-// in rounds, compressed or not (the network dominates), a small one in
-// one; the results are right either way.
-func TestHierAllReduceRounds(t *testing.T) {
+// in rounds, compressed or not (the network dominates), and so does a
+// large all_gather; small ones in one; the results are right either way.
+func TestHierRounds(t *testing.T) {
 	hosts := []string{"a", "a", "b", "b"}
 	for _, comp := range []string{"none", "bf16"} {
 		t.Run(comp, func(t *testing.T) {
@@ -257,6 +257,9 @@ func TestHierAllReduceRounds(t *testing.T) {
 				o, _ := c.pickAllReduce(StreamDefault, tc.nbytes, reduce.Float32, reduce.Sum, c.options("allreduce", 0))
 				assert.Equal(t, collectives.Hier, o.Algo, "%d bytes", tc.nbytes)
 				assert.Equal(t, tc.rounds, o.RoundBytes, "%d bytes", tc.nbytes)
+				o = c.pick(StreamDefault, topo.OpAllGather, tc.nbytes, c.options("allgather", 0), movementAlgos)
+				assert.Equal(t, collectives.Hier, o.Algo, "all_gather of %d bytes", tc.nbytes)
+				assert.Equal(t, tc.rounds, o.RoundBytes, "all_gather of %d bytes", tc.nbytes)
 			}
 			const n = 2*topo.HierRoundBytes/4 + 5 // two rounds
 			p := len(cs)
@@ -270,6 +273,11 @@ func TestHierAllReduceRounds(t *testing.T) {
 				w, err := c.AllReduce(buf, buf, reduce.Float32, reduce.Sum, 0, StreamDefault)
 				wait(t, w, err)
 				assert.True(t, slices.Equal(want, buf), "rank %d", c.Rank())
+
+				all := make([]byte, p*len(buf))
+				w, err = c.AllGather(inputs[c.Rank()], all, StreamDefault)
+				wait(t, w, err)
+				assert.True(t, slices.Equal(slices.Concat(inputs...), all), "all_gather on rank %d", c.Rank())
 			})
 		})
 	}

@@ -34,8 +34,20 @@ var (
 func (c *Communicator) pick(stream int, op string, nbytes int, o collectives.Options, implemented []string) collectives.Options {
 	if stream >= 0 && stream < len(c.streams) && c.arenaFor(stream, o) == nil {
 		o.Algo = c.topo.choose(op, nbytes, o.Algo, implemented)
+		o.RoundBytes = c.roundBytes(stream, op, nbytes, o.Algo, c.topo.modelFor(collectives.NoCompression))
 	}
 	return o
+}
+
+// roundBytes is Options.RoundBytes of an op of nbytes running as algo on
+// stream: the arena hierarchy (collectives/hier) runs all_reduce and
+// all_gather in rounds when model predicts their inter-host phase to
+// dominate their arena phases (topo.CostModel.ArenaRounds); 0 otherwise.
+func (c *Communicator) roundBytes(stream int, op string, nbytes int, algo collectives.Algorithm, model *topo.CostModel) int {
+	if algo != collectives.Hier || model == nil || c.hiers[stream] == nil {
+		return 0
+	}
+	return model.ArenaRounds(op, nbytes)
 }
 
 // pickReduce is pick for reduce, which the cost model does not cover: the
@@ -84,7 +96,7 @@ func (c *Communicator) allGather(ctx context.Context, stream int, tag transport.
 		return collectives.OrderedAllGather(ctx, c.ep, tag, send, recv, c.topo.ringOrder(c.size), o)
 	}
 	if h := c.hiers[stream]; h != nil {
-		err := h.AllGather(ctx, tag, send, recv)
+		err := h.AllGather(ctx, tag, send, recv, o)
 		c.stats.addTimes(ctx, h.LastTimes())
 		return err
 	}

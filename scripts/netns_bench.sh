@@ -62,12 +62,12 @@ add_host() {
 
 # link A DEV_A B DEV_B RATE BURST: a veth between hosts A and B, both ends shaped to RATE.
 link() {
+  local rate=$5 burst=$6
   ip link add "$2" netns "${TAG}h$1" type veth peer name "$4" netns "${TAG}h$3"
-  for end in "$1 $2" "$3 $4"; do
-    set -- $end
-    ip -n "${TAG}h$1" link set "$2" up
-    tc -n "${TAG}h$1" qdisc add dev "$2" root tbf rate "$5" burst "$6" latency 100ms
-  done
+  ip -n "${TAG}h$1" link set "$2" up
+  ip -n "${TAG}h$3" link set "$4" up
+  tc -n "${TAG}h$1" qdisc add dev "$2" root tbf rate "$rate" burst "$burst" latency 100ms
+  tc -n "${TAG}h$3" qdisc add dev "$4" root tbf rate "$rate" burst "$burst" latency 100ms
 }
 
 # job NAME NNODES NPROC IFNAME MASTER_ADDR [VAR=VALUE ...] -- ARGS...: torchrun on hosts

@@ -53,47 +53,73 @@ func (m *CostModel) slowestHost(cost func(r int) float64) float64 {
 }
 
 // HierRoundBytes is the size of the rounds of the arena hierarchy's
-// all_reduce where its inter-host phase dominates (ArenaAllReduceRounds).
+// all_reduce and all_gather where their inter-host phase dominates
+// (ArenaRounds).
 const HierRoundBytes = 4 << 20
 
-// hierRoundsFactor: the all_reduce runs in rounds when its inter-host
-// phase is predicted at least this many times as long as its arena
-// phases. Then the arena phases hide behind the network, which needs
-// little CPU; where they are comparable, both are bound by the CPU and
-// the rounds would compete for it (measured with four ranks on two
-// cores: collectives/hier/rounds.go).
+// hierRoundsFactor: a collective runs in rounds when its inter-host phase
+// is predicted at least this many times as long as its arena phases. Then
+// the arena phases hide behind the network, which needs little CPU; where
+// they are comparable, both are bound by the CPU and the rounds would
+// compete for it (measured with four ranks on two cores:
+// collectives/hier/rounds.go).
 const hierRoundsFactor = 2
 
-// ArenaAllReduceRounds is the Options.RoundBytes of the arena hierarchy's
-// all_reduce of nbytes (collectives/hier): HierRoundBytes when the buffer
-// makes two rounds or more and the inter-host phase dominates, else 0
-// (one round). The same on every rank.
-func (m *CostModel) ArenaAllReduceRounds(nbytes int) int {
-	if !m.ArenaHier() || nbytes < 2*HierRoundBytes {
+// ArenaRounds is the Options.RoundBytes of the arena hierarchy's op
+// (OpAllReduce or OpAllGather) of nbytes (collectives/hier):
+// HierRoundBytes when the buffer makes two rounds or more and the
+// inter-host phase dominates, else 0 (one round). The same on every rank.
+func (m *CostModel) ArenaRounds(op string, nbytes int) int {
+	if !m.ArenaHier() || nbytes < 2*HierRoundBytes || (op != OpAllReduce && op != OpAllGather) {
 		return 0
 	}
-	arena, inter := m.arenaAllReduceParts(float64(nbytes))
+	arena, inter := m.arenaParts(op, float64(nbytes))
 	if inter < hierRoundsFactor*arena {
 		return 0
 	}
 	return HierRoundBytes
 }
 
-// arenaAllReduce: reduce-scatter in each host, all_reduce of every
-// segment across hosts among its owners (all at once), all-gather in each
-// host; in k rounds (ArenaAllReduceRounds) the inter-host phases of the
-// rounds follow each other while the arena phases hide behind them, but
-// for the first round's reduce-scatter and the last one's all-gather.
-func (m *CostModel) arenaAllReduce(n float64) float64 {
-	arena, inter := m.arenaAllReduceParts(n)
-	rb := m.ArenaAllReduceRounds(int(n))
+// ArenaPhases is the predicted time of the arena hierarchy's op
+// (OpAllReduce or OpAllGather) of nbytes in its arena phases and in its
+// inter-host phase, one after the other (ok false without the arena
+// hierarchy, or for another op): what overlapping them could save.
+func (m *CostModel) ArenaPhases(op string, nbytes int) (arena, inter time.Duration, ok bool) {
+	if !m.ArenaHier() || nbytes < 0 || (op != OpAllReduce && op != OpAllGather) {
+		return 0, 0, false
+	}
+	a, i := m.arenaParts(op, float64(nbytes))
+	return seconds(a), seconds(i), true
+}
+
+// arenaInRounds is the time of op of n bytes: its phases one after the
+// other, or in k rounds (ArenaRounds) the inter-host phases of the rounds
+// one after the other with the arena phases hidden behind them, but for
+// one round's worth (the first round's reduce-scatter and the last one's
+// all-gather, or the last round's all-gather).
+func (m *CostModel) arenaInRounds(op string, n float64) float64 {
+	rb := m.ArenaRounds(op, int(n))
 	if rb == 0 {
+		arena, inter := m.arenaParts(op, n)
 		return arena + inter
 	}
 	k := math.Floor(n / float64(rb))
-	roundArena, roundInter := m.arenaAllReduceParts(n / k)
-	return k*roundInter + roundArena
+	arena, inter := m.arenaParts(op, n/k)
+	return k*inter + arena
 }
+
+// arenaParts are op's arena phases and inter-host phase on n bytes.
+func (m *CostModel) arenaParts(op string, n float64) (arena, inter float64) {
+	if op == OpAllGather {
+		return m.arenaAllGatherParts(n)
+	}
+	return m.arenaAllReduceParts(n)
+}
+
+// arenaAllReduce: reduce-scatter in each host, all_reduce of every
+// segment across hosts among its owners (all at once), all-gather in each
+// host; in rounds where the inter-host phase dominates.
+func (m *CostModel) arenaAllReduce(n float64) float64 { return m.arenaInRounds(OpAllReduce, n) }
 
 // arenaAllReduceParts are arenaAllReduce's arena phases (reduce-scatter
 // and all-gather) and its inter-host phase. Compressed, the segments'
@@ -116,28 +142,21 @@ func (m *CostModel) arenaAllReduceParts(n float64) (arena, inter float64) {
 	return arena, inter
 }
 
-// ArenaAllReducePhases is the predicted time of the arena hierarchy's
-// all_reduce of nbytes in its arena phases (both) and in its inter-host
-// phase (ok false without the arena hierarchy): how much overlapping them
-// could save.
-func (m *CostModel) ArenaAllReducePhases(nbytes int) (arena, inter time.Duration, ok bool) {
-	if !m.ArenaHier() || nbytes < 0 {
-		return 0, 0, false
-	}
-	a, i := m.arenaAllReduceParts(float64(nbytes))
-	return seconds(a), seconds(i), true
-}
-
 // arenaAllGather (n: the output): every rank sends its block to one rank
 // of every other host at once, then each host all-gathers n in its arena
-// and copies the blocks into place.
-func (m *CostModel) arenaAllGather(n float64) float64 {
-	return m.directExchange(n/float64(m.t.Size()), false) + m.slowestHost(func(r int) float64 {
+// and copies the blocks into place; in rounds where the exchange
+// dominates.
+func (m *CostModel) arenaAllGather(n float64) float64 { return m.arenaInRounds(OpAllGather, n) }
+
+func (m *CostModel) arenaAllGatherParts(n float64) (arena, inter float64) {
+	inter = m.directExchange(n/float64(m.t.Size()), false)
+	arena = m.slowestHost(func(r int) float64 {
 		if r == 1 {
 			return 0 // blocks land in place
 		}
 		return m.arenaCopyPhase(n, r) + m.copyTime(n)
 	})
+	return arena, inter
 }
 
 // arenaReduceScatter (n: the input): each host packs and reduce-scatters

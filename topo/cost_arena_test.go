@@ -25,36 +25,45 @@ func TestArenaHierAllReduceIsItsInterHostPhase(t *testing.T) {
 	m := newModel(t, g, Params{ArenaHier: true})
 	require.True(t, m.ArenaHier())
 	n := 4 * mib
-	assert.Zero(t, m.ArenaAllReduceRounds(n), "one round")
+	assert.Zero(t, m.ArenaRounds(OpAllReduce, n), "one round")
 	want := 2*(10*time.Microsecond).Seconds() + float64(n)/nic + 2*arenaOpSeconds
 	assert.InEpsilon(t, want, predict(t, m, OpAllReduce, AlgoHier, n), 1e-9)
 	n = 64 * mib
-	require.Equal(t, HierRoundBytes, m.ArenaAllReduceRounds(n))
+	require.Equal(t, HierRoundBytes, m.ArenaRounds(OpAllReduce, n))
 	want = 16*2*(10*time.Microsecond).Seconds() + float64(n)/nic + 2*arenaOpSeconds
 	assert.InEpsilon(t, want, predict(t, m, OpAllReduce, AlgoHier, n), 1e-9)
 }
 
-// Rounds where the network dominates: at 1 Gbit/s from two rounds up; not
-// on a network as fast as the arena phases, nor without the arena
-// hierarchy.
-func TestArenaAllReduceRounds(t *testing.T) {
+// Rounds where the network dominates, for all_reduce and all_gather: at
+// 1 Gbit/s from two rounds up; not on a network as fast as the arena
+// phases, nor without the arena hierarchy, nor for other ops.
+func TestArenaRounds(t *testing.T) {
 	local := Params{ArenaHier: true, CopyBandwidth: 4e9, ReduceBandwidth: 4e9}
 	slow := newModel(t, twoLevel([]string{"a", "a", "b", "b"}, 1.5e9, 125e6), local)
-	assert.Zero(t, slow.ArenaAllReduceRounds(2*HierRoundBytes-4))
-	assert.Equal(t, HierRoundBytes, slow.ArenaAllReduceRounds(2*HierRoundBytes))
-	arena, inter, ok := slow.ArenaAllReducePhases(64 * mib)
-	require.True(t, ok)
-	assert.Greater(t, inter, 10*arena)
-
 	fast := newModel(t, twoLevel([]string{"a", "a", "b", "b"}, 10e9, 10e9), local)
-	arena, inter, _ = fast.ArenaAllReducePhases(64 * mib)
-	assert.Less(t, inter, 2*arena)
-	assert.Zero(t, fast.ArenaAllReduceRounds(64*mib))
-
 	messages := newModel(t, twoLevel([]string{"a", "a", "b", "b"}, 1.5e9, 125e6), Params{})
-	assert.Zero(t, messages.ArenaAllReduceRounds(64*mib))
-	_, _, ok = messages.ArenaAllReducePhases(64 * mib)
-	assert.False(t, ok)
+	for _, op := range []string{OpAllReduce, OpAllGather} {
+		assert.Zero(t, slow.ArenaRounds(op, 2*HierRoundBytes-4), op)
+		assert.Equal(t, HierRoundBytes, slow.ArenaRounds(op, 2*HierRoundBytes), op)
+		arena, inter, ok := slow.ArenaPhases(op, 64*mib)
+		require.True(t, ok, op)
+		assert.Greater(t, inter, 4*arena, op)
+		// In rounds the arena phases hide but for a round's worth.
+		copyOut := float64(64*mib) / 4e9 // out of place (predict counts it)
+		if op == OpAllGather {
+			copyOut /= 4
+		}
+		assert.Less(t, predict(t, slow, op, AlgoHier, 64*mib), (inter+arena/4).Seconds()+copyOut, op)
+
+		arena, inter, _ = fast.ArenaPhases(op, 64*mib)
+		assert.Less(t, inter, 2*arena, op)
+		assert.Zero(t, fast.ArenaRounds(op, 64*mib), op)
+
+		assert.Zero(t, messages.ArenaRounds(op, 64*mib), op)
+		_, _, ok = messages.ArenaPhases(op, 64*mib)
+		assert.False(t, ok, op)
+	}
+	assert.Zero(t, slow.ArenaRounds(OpReduceScatter, 64*mib))
 }
 
 // The intra-host phases at memory speed make the hierarchy cheaper than

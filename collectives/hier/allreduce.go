@@ -90,22 +90,7 @@ func (c *Comm) allReduce(ctx context.Context, tag transport.Tag, send, recv []by
 	a := &allReduceOp{c: c, tag: tag, send: send, recv: recv, dt: dt, op: op, preMul: preMul, comp: comp,
 		across: collectives.Options{ChunkBytes: o.ChunkBytes}}
 	a.first, a.later = reduce.Phases(op)
-	rounds := c.rounds(len(send)/dt.Size(), dt.Size(), o.RoundBytes)
-	if len(rounds) == 1 {
-		return a.sequential(ctx, rounds[0])
-	}
-	return a.pipelined(ctx, rounds)
-}
-
-// sequential runs the three phases of one round one after the other.
-func (a *allReduceOp) sequential(ctx context.Context, r round) error {
-	if err := a.scatter(ctx, r); err != nil {
-		return err
-	}
-	if err := a.crossHosts(ctx, r); err != nil {
-		return err
-	}
-	return a.gather(ctx, r)
+	return a.pipelined(ctx, c.rounds(len(send)/dt.Size(), dt.Size(), o.RoundBytes))
 }
 
 // scatter is phase 1 of round r: this rank's piece of the round, reduced

@@ -88,58 +88,90 @@ func (r round) counts(unit int) []int {
 	return out
 }
 
-// pipelined runs the rounds as the schedule above. The first failure ends
-// both sides (the context's cause names it) before this returns, so no
-// goroutine touches the buffers afterwards.
+// pipelined runs the rounds as the schedule above.
 func (a *allReduceOp) pipelined(ctx context.Context, rounds []round) error {
+	return runRounds(ctx, len(rounds), roundStages{
+		before: func(ctx context.Context, k int) error { return a.scatter(ctx, rounds[k]) },
+		across: func(ctx context.Context, k int) error { return a.crossHosts(ctx, rounds[k]) },
+		after:  func(ctx context.Context, k int) error { return a.gather(ctx, rounds[k]) },
+	})
+}
+
+// roundStages are the phases of one round of a collective in rounds:
+// before and after run on the calling goroutine (arena phases; before may
+// be nil), across on a goroutine of its own (the inter-host phase).
+type roundStages struct {
+	before, across, after func(ctx context.Context, k int) error
+}
+
+// runRounds runs k rounds of s on the schedule above: before(k) and
+// after(k-2)... on the caller, in a fixed order, while across(k-1) runs;
+// round k's after waits for its across. With one round it runs the three
+// in turn on the caller. The first failure ends both sides (the context's
+// cause names it) before this returns, so no goroutine touches the
+// buffers afterwards.
+func runRounds(ctx context.Context, k int, s roundStages) error {
+	before := s.before
+	if before == nil {
+		before = func(context.Context, int) error { return nil }
+	}
+	if k == 1 {
+		if err := before(ctx, 0); err != nil {
+			return err
+		}
+		if err := s.across(ctx, 0); err != nil {
+			return err
+		}
+		return s.after(ctx, 0)
+	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	scattered := make(chan int, len(rounds))
-	crossed := make(chan int, len(rounds))
-	interDone := make(chan struct{})
+	ready := make(chan int, k)   // rounds whose before has run
+	crossed := make(chan int, k) // rounds whose across has run, in order
+	acrossDone := make(chan struct{})
 	go func() {
-		defer close(interDone)
-		for range rounds {
-			var k int
+		defer close(acrossDone)
+		for range k {
+			var j int
 			select {
-			case k = <-scattered:
+			case j = <-ready:
 			case <-ctx.Done():
 				return
 			}
-			if err := a.crossHosts(ctx, rounds[k]); err != nil {
+			if err := s.across(ctx, j); err != nil {
 				cancel(err)
 				return
 			}
-			crossed <- k
+			crossed <- j
 		}
 	}()
 
-	gatherNext := func() error {
+	afterNext := func() error {
 		select {
-		case k := <-crossed:
-			return a.gather(ctx, rounds[k])
+		case j := <-crossed:
+			return s.after(ctx, j)
 		case <-ctx.Done():
 			return context.Cause(ctx)
 		}
 	}
 	err := func() error {
-		for k, r := range rounds {
-			if err := a.scatter(ctx, r); err != nil {
+		for j := range k {
+			if err := before(ctx, j); err != nil {
 				return err
 			}
-			scattered <- k
-			if k > 0 {
-				if err := gatherNext(); err != nil {
+			ready <- j
+			if j > 0 {
+				if err := afterNext(); err != nil {
 					return err
 				}
 			}
 		}
-		return gatherNext()
+		return afterNext()
 	}()
 	if err != nil {
 		cancel(err)
 	}
-	<-interDone
+	<-acrossDone
 	if err != nil {
 		return context.Cause(ctx) // the first failure, of either side
 	}

@@ -113,3 +113,37 @@ func TestLastTimes(t *testing.T) {
 	assert.Zero(t, times[3].Arena, "rank 3 is alone on its host")
 	assert.Positive(t, times[3].Inter)
 }
+
+// all_gather in rounds: every block cut into slices, each round's arena
+// phase overlapping the next round's exchange; every rank ends with every
+// block in place, on every layout, in place and not.
+func TestAllGatherInRounds(t *testing.T) {
+	for _, l := range layouts {
+		t.Run(l.name, func(t *testing.T) {
+			c := newCluster(t, l.hostOf)
+			p := len(l.hostOf)
+			for _, b := range []int{0, 1, 7, 5003, 20011} {
+				for _, inPlace := range []bool{false, true} {
+					want := make([]byte, 0, p*b)
+					for r := range p {
+						want = append(want, pattern(b, r)...)
+					}
+					outs := make([][]byte, p)
+					c.run(t, func(ctx context.Context, r int, comm *hier.Comm, tag transport.Tag) error {
+						recv := make([]byte, p*b)
+						send := pattern(b, r)
+						if inPlace {
+							copy(recv[r*b:], send)
+							send = recv[r*b : (r+1)*b]
+						}
+						outs[r] = recv
+						return comm.AllGather(ctx, tag, send, recv, collectives.Options{RoundBytes: 4096})
+					})
+					for r := range p {
+						requireSameBytes(t, want, outs[r], "b=%d inPlace=%v rank %d", b, inPlace, r)
+					}
+				}
+			}
+		})
+	}
+}
