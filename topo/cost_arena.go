@@ -67,17 +67,30 @@ const hierRoundsFactor = 2
 
 // ArenaRounds is the Options.RoundBytes of the arena hierarchy's op
 // (OpAllReduce or OpAllGather) of nbytes (collectives/hier):
-// HierRoundBytes when the buffer makes two rounds or more and the
-// inter-host phase dominates, else 0 (one round). The same on every rank.
+// HierRoundBytes when the buffer makes two rounds or more, the inter-host
+// phase dominates, and the rounds are predicted faster (each round pays
+// the inter-host phase's latency again: across many hosts that outweighs
+// what the overlap hides); else 0 (one round). The same on every rank.
 func (m *CostModel) ArenaRounds(op string, nbytes int) int {
 	if !m.ArenaHier() || nbytes < 2*HierRoundBytes || (op != OpAllReduce && op != OpAllGather) {
 		return 0
 	}
-	arena, inter := m.arenaParts(op, float64(nbytes))
-	if inter < hierRoundsFactor*arena {
+	n := float64(nbytes)
+	arena, inter := m.arenaParts(op, n)
+	if inter < hierRoundsFactor*arena || m.roundsTime(op, n, HierRoundBytes) >= arena+inter {
 		return 0
 	}
 	return HierRoundBytes
+}
+
+// roundsTime is op of n bytes in rounds of rb bytes: the inter-host
+// phases of the rounds one after the other, the arena phases hidden
+// behind them but for one round's worth (the first round's reduce-scatter
+// and the last one's all-gather, or the last round's all-gather).
+func (m *CostModel) roundsTime(op string, n float64, rb int) float64 {
+	k := math.Floor(n / float64(rb))
+	arena, inter := m.arenaParts(op, n/k)
+	return k*inter + arena
 }
 
 // ArenaPhases is the predicted time of the arena hierarchy's op
@@ -93,19 +106,13 @@ func (m *CostModel) ArenaPhases(op string, nbytes int) (arena, inter time.Durati
 }
 
 // arenaInRounds is the time of op of n bytes: its phases one after the
-// other, or in k rounds (ArenaRounds) the inter-host phases of the rounds
-// one after the other with the arena phases hidden behind them, but for
-// one round's worth (the first round's reduce-scatter and the last one's
-// all-gather, or the last round's all-gather).
+// other, or in rounds where ArenaRounds cuts them.
 func (m *CostModel) arenaInRounds(op string, n float64) float64 {
-	rb := m.ArenaRounds(op, int(n))
-	if rb == 0 {
-		arena, inter := m.arenaParts(op, n)
-		return arena + inter
+	if rb := m.ArenaRounds(op, int(n)); rb > 0 {
+		return m.roundsTime(op, n, rb)
 	}
-	k := math.Floor(n / float64(rb))
-	arena, inter := m.arenaParts(op, n/k)
-	return k*inter + arena
+	arena, inter := m.arenaParts(op, n)
+	return arena + inter
 }
 
 // arenaParts are op's arena phases and inter-host phase on n bytes.

@@ -44,15 +44,15 @@ func TestCompressedAlgorithms(t *testing.T) {
 
 // With free local work, compression halves the bytes of the hierarchy's
 // inter-host phase and leaves its latency and arena operations alone:
-// 2 hosts of 2, in 16 rounds, 16·2α + n/(2·NIC) + 2 arena operations; the
-// ring carries half its bytes on every hop.
+// 2 hosts of 2, 2α + n/(2·NIC) + 2 arena operations; the ring carries
+// half its bytes on every hop.
 func TestCompressedHalvesTheWire(t *testing.T) {
 	const nic = 125e6
 	g := twoLevel([]string{"a", "a", "b", "b"}, 1.5e9, nic)
 	plain := newModel(t, g, Params{ArenaHier: true})
 	m := compressedModel(t, plain, 0)
 	n := 64 * mib
-	want := 16*2*(10*time.Microsecond).Seconds() + float64(n)/nic/2 + 2*arenaOpSeconds
+	want := 2*(10*time.Microsecond).Seconds() + float64(n)/nic/2 + 2*arenaOpSeconds
 	assert.InEpsilon(t, want, predict(t, m, OpAllReduce, AlgoHier, n), 1e-9)
 
 	flat := newModel(t, g, Params{})
