@@ -27,6 +27,11 @@ const (
 	CompressBFloat16 Compression = "bf16"
 )
 
+// WireRatio is what a compressed all_reduce puts on the wire per byte of
+// float32 payload: 16-bit floats (and a 4-byte header per chunk, which
+// this leaves out).
+const WireRatio = 0.5
+
 // ParseCompression accepts "none", "fp16" or "bf16" in any case ("" is
 // "none").
 func ParseCompression(s string) (Compression, error) {

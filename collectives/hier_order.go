@@ -54,6 +54,22 @@ func OrderedAllReduce(ctx context.Context, ep transport.Endpoint, tag transport.
 	return AllReduce(ctx, v, tag, send, recv, dt, op, o)
 }
 
+// OrderedAllReduceCompressed is AllReduceCompressed with its ring
+// following order.
+func OrderedAllReduceCompressed(ctx context.Context, ep transport.Endpoint, tag transport.Tag, send, recv []byte, dt reduce.DType, op reduce.Op, c Compression, order []int, o Options) error {
+	if err := checkEndpoint(ep); err != nil {
+		return wrapOp("allreduce "+string(c), -1, err)
+	}
+	if len(order) == ep.Size() && isIdentity(order) {
+		return AllReduceCompressed(ctx, ep, tag, send, recv, dt, op, c, o)
+	}
+	v, err := orderedView(ep, order)
+	if err != nil {
+		return wrapOp("allreduce "+string(c), ep.Rank(), err)
+	}
+	return AllReduceCompressed(ctx, v, tag, send, recv, dt, op, c, o)
+}
+
 // OrderedBroadcast is Broadcast with the chain (or tree) following order.
 func OrderedBroadcast(ctx context.Context, ep transport.Endpoint, tag transport.Tag, send, recv []byte, root int, order []int, o Options) error {
 	if err := checkEndpoint(ep); err != nil {

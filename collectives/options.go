@@ -46,6 +46,11 @@ type Options struct {
 	// ChunkBytes is the pipelining unit of ring and chain algorithms
 	// (0: the default, see DefaultChunkBytes).
 	ChunkBytes int
+	// RoundBytes cuts the hierarchical all_reduce across hosts
+	// (collectives/hier) into rounds of about this many bytes, whose arena
+	// phases overlap other rounds' inter-host phase; 0: one round. The
+	// collectives of this package ignore it.
+	RoundBytes int
 }
 
 // chunkBytes is the pipelining unit rounded down to whole elements of

@@ -252,12 +252,18 @@ hcclGoResult_t hcclGoSparseAllReduce(const int64_t* indices, const void* values,
 
 /* Writes comm's traffic counters into buf as NUL-terminated JSON:
  *   {"rank", "size", "compression", "bytes_sent", "bytes_recv",
- *    "ops": {kind: {"calls", "bytes_sent", "bytes_recv", "msgs_sent", "msgs_recv"}}}
+ *    "ops": {kind: {"calls", "bytes_sent", "bytes_recv", "msgs_sent", "msgs_recv",
+ *                   "arena_ns", "inter_ns"}}}
  * with kind "allreduce", "sparse_allreduce", "broadcast", ..., "p2p": payload
  * bytes of messages between distinct ranks since the communicator was
  * created. The single-host shared-memory arena path sends no messages and
  * counts none; across hosts, the hierarchical algorithms count their
  * inter-host messages only (their intra-host phases work in the arena).
+ * arena_ns and inter_ns (present once non-zero) are the time the
+ * hierarchical all_reduce, all_gather and reduce_scatter across hosts spent
+ * in their arena phases (on the calling thread) and in their inter-host
+ * exchange; a large all_reduce or all_gather runs in rounds that overlap
+ * the two.
  * Fails with hcclGoInvalidArgument (buf then holds a truncated
  * prefix) when len is too small. */
 hcclGoResult_t hcclGoCommStats(hcclGoComm_t comm, char* buf, size_t len);
@@ -270,7 +276,8 @@ hcclGoResult_t hcclGoCommStats(hcclGoComm_t comm, char* buf, size_t len);
  * _), values as strings in the flags' units or numbers, e.g.
  *   {"hosts": 1024, "ranks_per_host": 8, "size": "1GiB",
  *    "inter_bw": "200Gbit", "intra_bw": "100GB"}
- * (also op, inter_lat, intra_lat, reduce_bw, copy_bw, chunk, topo_file).
+ * (also op, inter_lat, intra_lat, reduce_bw, copy_bw, chunk, topo_file,
+ * hier, compression, codec_bw).
  * Writes the result to out as JSON (NUL-terminated): op, bytes, ranks,
  * topology, algos [{algo, time_s, algbw_bytes_per_s, busbw_bytes_per_s}],
  * chosen, table (the text the command prints), elapsed_s. Fails with

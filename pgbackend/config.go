@@ -126,7 +126,7 @@ var Vars = []Var{
 		func(c *Config, v string) error { return setInt(&c.TraceSize, v, 0, 1<<20) }},
 	{"HCCL_GO_TRACE_DIR", "", "Directory of flight-recorder dumps (default: $TMPDIR/hccl-go-trace).",
 		func(c *Config, v string) error { c.TraceDir = v; return nil }},
-	{"HCCL_GO_COMPRESSION", "none", "Wire compression of float32 sum/avg/premul_sum all_reduce over links: `none`, `fp16` (per-chunk power-of-two scaling) or `bf16`; float32 accumulation at every step. Not on the single-host shared-memory arena path.",
+	{"HCCL_GO_COMPRESSION", "none", "Wire compression of float32 sum/avg/premul_sum all_reduce over links: `none`, `fp16` (per-chunk power-of-two scaling) or `bf16`; float32 accumulation at every step. Not on the single-host shared-memory arena path; across hosts only the hops between hosts of the hierarchical all_reduce.",
 		func(c *Config, v string) (err error) {
 			c.Compression, err = collectives.ParseCompression(v)
 			return err

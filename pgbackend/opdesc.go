@@ -23,7 +23,10 @@ type opDesc struct {
 	Counts uint64 // hash of a v-collective's per-rank counts (0: none)
 	Stream int    // collective stream index; -1 for point-to-point
 	Algo   collectives.Algorithm
-	Route  string // "arena", "hier+arena", "messages" or "p2p", set when queued
+	// Compression is the wire format of a compressed all_reduce ("" or
+	// "none": uncompressed).
+	Compression collectives.Compression
+	Route       string // "arena", "hier+arena", "messages" or "p2p", set when queued
 }
 
 // reduction describes a collective with a reduction (dt and op apply).
@@ -34,6 +37,14 @@ func reduction(kind string, nbytes int, dt reduce.DType, op reduce.Op, root int)
 // movement describes a collective that moves bytes without reducing them.
 func movement(kind string, nbytes, root int) opDesc {
 	return opDesc{Kind: kind, Bytes: nbytes, DType: -1, RedOp: -1, Root: root, Peer: -1}
+}
+
+// compressed records the wire format of a compressed op.
+func (d opDesc) compressed(c collectives.Compression) opDesc {
+	if c != collectives.NoCompression {
+		d.Compression = c
+	}
+	return d
 }
 
 // p2pOp describes a send or receive.

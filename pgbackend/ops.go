@@ -23,15 +23,12 @@ func (c *Communicator) AllReduce(send, recv []byte, dt reduce.DType, op reduce.O
 	if err := c.checkReduction("allreduce", dt, op, send, recv, len(send)); err != nil {
 		return nil, err
 	}
-	o := c.pick(stream, topo.OpAllReduce, len(send), c.options("allreduce", preMul), allReduceAlgos)
-	return c.submitCollective(stream, reduction("allreduce", len(send), dt, op, -1).algo(o), func(ctx context.Context, tag transport.Tag) error {
+	o, comp := c.pickAllReduce(stream, len(send), dt, op, c.options("allreduce", preMul))
+	return c.submitCollective(stream, reduction("allreduce", len(send), dt, op, -1).algo(o).compressed(comp), func(ctx context.Context, tag transport.Tag) error {
 		if a := c.arenaFor(stream, o); a != nil {
 			return intra.AllReduceWith(ctx, a, c.singleCopy[stream], uint64(tag), send, recv, dt, op, preMul)
 		}
-		if handled, err := c.allReduceCompressed(ctx, tag, send, recv, dt, op, o); handled {
-			return err
-		}
-		return c.allReduce(ctx, stream, tag, send, recv, dt, op, o)
+		return c.allReduce(ctx, stream, tag, send, recv, dt, op, comp, o)
 	})
 }
 

@@ -7,7 +7,6 @@ import (
 	"github.com/hccl-go/hccl-go/collectives/intra"
 	"github.com/hccl-go/hccl-go/collectives/reduce"
 	"github.com/hccl-go/hccl-go/streams"
-	"github.com/hccl-go/hccl-go/topo"
 	"github.com/hccl-go/hccl-go/transport"
 )
 
@@ -26,16 +25,22 @@ func (c *Communicator) SparseAllReduce(indices []int64, values []byte, dt reduce
 	if o.Algo == "shm" {
 		o.Algo = collectives.Auto // names the arena path, which has no sparse variant
 	}
-	// The dense fallback's algorithm, chosen now as AllReduce's.
-	denseOpts := c.pick(stream, topo.OpAllReduce, len(dense), o, allReduceAlgos)
-	desc := reduction("sparse_allreduce", len(dense), dt, reduce.Sum, -1)
+	// The dense fallback's algorithm and wire format, chosen now as
+	// AllReduce's: compressed (float32 only), the dense all_reduce sends
+	// half the bytes, so the fill-in rule goes dense at half the lists.
+	denseOpts, comp := c.pickAllReduce(stream, len(dense), dt, reduce.Sum, o)
+	denseFactor := collectives.DefaultDenseFactor
+	if comp != collectives.NoCompression {
+		denseFactor *= collectives.WireRatio
+	}
+	desc := reduction("sparse_allreduce", len(dense), dt, reduce.Sum, -1).compressed(comp)
 	return c.submitCollective(stream, desc, func(ctx context.Context, tag transport.Tag) error {
-		so := collectives.SparseOptions{Options: o}
+		so := collectives.SparseOptions{Options: o, DenseFactor: denseFactor}
 		so.Dense = func(ctx context.Context, buf []byte) error {
 			if a := c.arenaFor(stream, denseOpts); a != nil {
 				return intra.AllReduce(ctx, a, uint64(tag), buf, buf, dt, reduce.Sum, 0)
 			}
-			return c.allReduce(ctx, stream, tag, buf, buf, dt, reduce.Sum, denseOpts)
+			return c.allReduce(ctx, stream, tag, buf, buf, dt, reduce.Sum, comp, denseOpts)
 		}
 		_, err := collectives.SparseAllReduce(ctx, c.ep, tag, indices, values, dt, dense, so)
 		return err

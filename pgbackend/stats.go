@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/hccl-go/hccl-go/collectives/hier"
 	"github.com/hccl-go/hccl-go/transport"
 )
 
@@ -26,6 +27,12 @@ type OpTraffic struct {
 	BytesRecv int64 `json:"bytes_recv"`
 	MsgsSent  int64 `json:"msgs_sent"`
 	MsgsRecv  int64 `json:"msgs_recv"`
+	// ArenaNs and InterNs are the time this kind's hierarchical runs
+	// across hosts (collectives/hier: all_reduce, all_gather,
+	// reduce_scatter) spent in their arena phases and in their inter-host
+	// exchange; a large all_reduce overlaps the two.
+	ArenaNs int64 `json:"arena_ns,omitempty"`
+	InterNs int64 `json:"inter_ns,omitempty"`
 }
 
 // Stats are a communicator's counters since it was created.
@@ -41,6 +48,7 @@ type Stats struct {
 // trafficCounters are one kind's live counters.
 type trafficCounters struct {
 	calls, bytesSent, bytesRecv, msgsSent, msgsRecv atomic.Int64
+	arenaNs, interNs                                atomic.Int64
 }
 
 // commStats holds the counters of one communicator.
@@ -92,6 +100,15 @@ func (s *commStats) countersOf(ctx context.Context, tag transport.Tag) *trafficC
 	return s.kind("other")
 }
 
+// addTimes charges the phase times of a hierarchical op to the op's
+// counters (those its context carries).
+func (s *commStats) addTimes(ctx context.Context, t hier.Times) {
+	if tc, ok := ctx.Value(trafficKey{}).(*trafficCounters); ok && tc != nil {
+		tc.arenaNs.Add(int64(t.Arena))
+		tc.interNs.Add(int64(t.Inter))
+	}
+}
+
 func (s *commStats) snapshot() (total OpTraffic, ops map[string]OpTraffic) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
@@ -100,6 +117,7 @@ func (s *commStats) snapshot() (total OpTraffic, ops map[string]OpTraffic) {
 		t := OpTraffic{
 			Calls: tc.calls.Load(), BytesSent: tc.bytesSent.Load(), BytesRecv: tc.bytesRecv.Load(),
 			MsgsSent: tc.msgsSent.Load(), MsgsRecv: tc.msgsRecv.Load(),
+			ArenaNs: tc.arenaNs.Load(), InterNs: tc.interNs.Load(),
 		}
 		ops[k] = t
 		total.BytesSent += t.BytesSent

@@ -64,8 +64,11 @@ type topology struct {
 	probeTime time.Duration
 	graph     *topo.Graph
 	model     *topo.CostModel // nil: the collectives choose by size alone
-	ring      []int           // the order ring and chain algorithms follow
-	hier      collectives.Hierarchy
+	// compressed is model for compressed all_reduces (HCCL_GO_COMPRESSION):
+	// nil without a model or compression.
+	compressed *topo.CostModel
+	ring       []int // the order ring and chain algorithms follow
+	hier       collectives.Hierarchy
 	// hosts is the layout of the arena-based hierarchical collectives
 	// (collectives/hier) when they apply: the model's groups are the hosts
 	// and every shared host has its arenas. Nil otherwise: hierarchical
@@ -187,6 +190,9 @@ func discoverTopology(ctx context.Context, ep transport.Endpoint, rv Rendezvous,
 		if err != nil {
 			return nil, fmt.Errorf("cost model: %w", err)
 		}
+		if t.compressed, err = compressedModel(t.model, cfg.Compression, params.CodecBandwidth); err != nil {
+			return nil, err
+		}
 		if groups := t.model.Groups(); len(groups) > 0 {
 			t.hier.Groups = groups // else nil: no hierarchy
 		}
@@ -274,6 +280,7 @@ func prepare(cfg Config, hosts []string, nhosts int) (rankInfo, *topo.Graph, err
 	}
 	if nhosts > 1 || cfg.TopoFile != "" || cfg.TopoProbe == "1" {
 		mine.reduceBW, mine.copyBW = measureLocal()
+		mine.codecBW = collectives.MeasureCodec(cfg.Compression, 4<<20)
 	}
 	mine.failed = err != nil
 	return mine, loaded, err
@@ -324,7 +331,7 @@ func nominalGraph(hosts []string, numa []int) *topo.Graph {
 }
 
 // modelParams are the cost model's local costs: the slowest rank's
-// measured reduce and copy speeds (a ring goes at its slowest member's
+// measured reduce, copy and codec speeds (a ring goes at its slowest member's
 // pace), identical on every rank since they come from the exchange.
 func modelParams(all []rankInfo, cfg Config) topo.Params {
 	var p topo.Params
@@ -334,6 +341,9 @@ func modelParams(all []rankInfo, cfg Config) topo.Params {
 		}
 		if a.copyBW > 0 && (p.CopyBandwidth == 0 || a.copyBW < p.CopyBandwidth) {
 			p.CopyBandwidth = a.copyBW
+		}
+		if a.codecBW > 0 && (p.CodecBandwidth == 0 || a.codecBW < p.CodecBandwidth) {
+			p.CodecBandwidth = a.codecBW
 		}
 	}
 	p.ChunkBytes = cfg.ChunkBytes

@@ -25,10 +25,11 @@ type rankInfo struct {
 	numa     int32
 	reduceBW float64 // bytes/s of a local float32 sum; 0: not measured
 	copyBW   float64 // bytes/s of a local copy; 0: not measured
+	codecBW  float64 // bytes/s of float32 through the wire codec; 0: not measured
 	fileSum  [16]byte
 }
 
-const rankInfoBytes = 40
+const rankInfoBytes = 48
 
 func (a rankInfo) encode() []byte {
 	b := make([]byte, rankInfoBytes)
@@ -45,6 +46,7 @@ func (a rankInfo) encode() []byte {
 	binary.LittleEndian.PutUint64(b[8:], math.Float64bits(a.reduceBW))
 	binary.LittleEndian.PutUint64(b[16:], math.Float64bits(a.copyBW))
 	copy(b[24:], a.fileSum[:])
+	binary.LittleEndian.PutUint64(b[40:], math.Float64bits(a.codecBW))
 	return b
 }
 
@@ -56,8 +58,9 @@ func decodeRankInfo(b []byte) rankInfo {
 		numa:      int32(binary.LittleEndian.Uint32(b[4:])),
 		reduceBW:  math.Float64frombits(binary.LittleEndian.Uint64(b[8:])),
 		copyBW:    math.Float64frombits(binary.LittleEndian.Uint64(b[16:])),
+		codecBW:   math.Float64frombits(binary.LittleEndian.Uint64(b[40:])),
 	}
-	copy(a.fileSum[:], b[24:])
+	copy(a.fileSum[:], b[24:40])
 	return a
 }
 

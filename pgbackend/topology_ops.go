@@ -34,8 +34,20 @@ var (
 func (c *Communicator) pick(stream int, op string, nbytes int, o collectives.Options, implemented []string) collectives.Options {
 	if stream >= 0 && stream < len(c.streams) && c.arenaFor(stream, o) == nil {
 		o.Algo = c.topo.choose(op, nbytes, o.Algo, implemented)
+		o.RoundBytes = c.roundBytes(stream, op, nbytes, o.Algo, c.topo.modelFor(collectives.NoCompression))
 	}
 	return o
+}
+
+// roundBytes is Options.RoundBytes of an op of nbytes running as algo on
+// stream: the arena hierarchy (collectives/hier) runs all_reduce and
+// all_gather in rounds when model predicts their inter-host phase to
+// dominate their arena phases (topo.CostModel.ArenaRounds); 0 otherwise.
+func (c *Communicator) roundBytes(stream int, op string, nbytes int, algo collectives.Algorithm, model *topo.CostModel) int {
+	if algo != collectives.Hier || model == nil || c.hiers[stream] == nil {
+		return 0
+	}
+	return model.ArenaRounds(op, nbytes)
 }
 
 // pickReduce is pick for reduce, which the cost model does not cover: the
@@ -56,14 +68,23 @@ func (c *Communicator) pickReduce(stream int, o collectives.Options) collectives
 	return o
 }
 
-func (c *Communicator) allReduce(ctx context.Context, stream int, tag transport.Tag, send, recv []byte, dt reduce.DType, op reduce.Op, o collectives.Options) error {
-	switch o.Algo {
-	case collectives.Hier:
-		if h := c.hiers[stream]; h != nil {
-			return h.AllReduce(ctx, tag, send, recv, dt, op, o.PreMul, o)
-		}
+// allReduce runs an all_reduce as messages (the arena hierarchy's
+// included), its inter-host bytes travelling as comp: only the ring and the
+// arena hierarchy compress, and pickAllReduce chooses no other under
+// compression.
+func (c *Communicator) allReduce(ctx context.Context, stream int, tag transport.Tag, send, recv []byte, dt reduce.DType, op reduce.Op, comp collectives.Compression, o collectives.Options) error {
+	h := c.hiers[stream]
+	switch {
+	case o.Algo == collectives.Hier && h != nil:
+		err := h.AllReduceCompressed(ctx, tag, send, recv, dt, op, o.PreMul, comp, o)
+		c.stats.addTimes(ctx, h.LastTimes())
+		return err
+	case comp != collectives.NoCompression:
+		o.Algo = collectives.Ring
+		return collectives.OrderedAllReduceCompressed(ctx, c.ep, tag, send, recv, dt, op, comp, c.topo.ringOrder(c.size), o)
+	case o.Algo == collectives.Hier:
 		return collectives.HierAllReduce(ctx, c.ep, tag, send, recv, dt, op, c.topo.hier, o)
-	case collectives.Ring:
+	case o.Algo == collectives.Ring:
 		return collectives.OrderedAllReduce(ctx, c.ep, tag, send, recv, dt, op, c.topo.ringOrder(c.size), o)
 	default:
 		return collectives.AllReduce(ctx, c.ep, tag, send, recv, dt, op, o)
@@ -75,7 +96,9 @@ func (c *Communicator) allGather(ctx context.Context, stream int, tag transport.
 		return collectives.OrderedAllGather(ctx, c.ep, tag, send, recv, c.topo.ringOrder(c.size), o)
 	}
 	if h := c.hiers[stream]; h != nil {
-		return h.AllGather(ctx, tag, send, recv)
+		err := h.AllGather(ctx, tag, send, recv, o)
+		c.stats.addTimes(ctx, h.LastTimes())
+		return err
 	}
 	return collectives.HierAllGather(ctx, c.ep, tag, send, recv, c.topo.hier, o)
 }
@@ -85,7 +108,9 @@ func (c *Communicator) reduceScatter(ctx context.Context, stream int, tag transp
 		return collectives.OrderedReduceScatter(ctx, c.ep, tag, send, recv, dt, op, c.topo.ringOrder(c.size), o)
 	}
 	if h := c.hiers[stream]; h != nil {
-		return h.ReduceScatter(ctx, tag, send, recv, dt, op, o.PreMul)
+		err := h.ReduceScatter(ctx, tag, send, recv, dt, op, o.PreMul)
+		c.stats.addTimes(ctx, h.LastTimes())
+		return err
 	}
 	return collectives.HierReduceScatter(ctx, c.ep, tag, send, recv, dt, op, c.topo.hier, o)
 }
@@ -155,12 +180,17 @@ func (t *topology) ringNote(a collectives.Algorithm) string {
 // model counts them: see topo.OpAllReduce) takes when it runs as messages:
 // the HCCL_GO_ALGO override, else the cost model's choice, else "auto"
 // (the collectives' size thresholds). op is "allreduce", "allgather",
-// "reducescatter" or "broadcast". A single host's shared-memory arena, when
-// there is one, takes precedence over all of these.
+// "reducescatter" or "broadcast". With compression (HCCL_GO_COMPRESSION)
+// an all_reduce is taken as one that compresses (float32 sum): the ring or
+// the hierarchy. A single host's shared-memory arena, when there is one,
+// takes precedence over all of these.
 func (c *Communicator) ChooseAlgorithm(op string, nbytes int) (string, error) {
 	op, err := topo.NormalizeOp(op)
 	if err != nil {
 		return "", err
+	}
+	if comp := c.compression(); op == topo.OpAllReduce && comp != collectives.NoCompression {
+		return string(c.topo.chooseCompressed(nbytes, c.cfg.AlgoFor(op), c.hiers[0] != nil, comp)), nil
 	}
 	implemented := map[string][]string{
 		topo.OpAllReduce: allReduceAlgos, topo.OpAllGather: movementAlgos,

@@ -40,25 +40,28 @@ type traceStream struct {
 
 // traceOp is one op of a dump. Times are Unix nanoseconds (0: not yet).
 type traceOp struct {
-	ID       uint64  `json:"id"`
-	Op       string  `json:"op"`
-	Seq      uint64  `json:"seq"`
-	Bytes    int     `json:"bytes"`
-	DType    string  `json:"dtype,omitempty"`
-	RedOp    string  `json:"red_op,omitempty"`
-	Root     int     `json:"root"`
-	Peer     int     `json:"peer"`
-	Tag      uint32  `json:"tag,omitempty"`
-	Stream   string  `json:"stream"`
-	Route    string  `json:"route"`
-	Algo     string  `json:"algo,omitempty"`
-	State    string  `json:"state"`
-	Enqueued int64   `json:"enqueued_ns"`
-	Started  int64   `json:"started_ns"`
-	Ended    int64   `json:"ended_ns"`
-	QueuedMs float64 `json:"queued_ms"` // enqueue to start (or to the dump)
-	RanMs    float64 `json:"ran_ms"`    // start to end (or to the dump)
-	Error    string  `json:"error,omitempty"`
+	ID     uint64 `json:"id"`
+	Op     string `json:"op"`
+	Seq    uint64 `json:"seq"`
+	Bytes  int    `json:"bytes"`
+	DType  string `json:"dtype,omitempty"`
+	RedOp  string `json:"red_op,omitempty"`
+	Root   int    `json:"root"`
+	Peer   int    `json:"peer"`
+	Tag    uint32 `json:"tag,omitempty"`
+	Stream string `json:"stream"`
+	Route  string `json:"route"`
+	Algo   string `json:"algo,omitempty"`
+	// Compression is the wire format of a compressed all_reduce's
+	// messages (fp16, bf16); absent when uncompressed.
+	Compression string  `json:"compression,omitempty"`
+	State       string  `json:"state"`
+	Enqueued    int64   `json:"enqueued_ns"`
+	Started     int64   `json:"started_ns"`
+	Ended       int64   `json:"ended_ns"`
+	QueuedMs    float64 `json:"queued_ms"` // enqueue to start (or to the dump)
+	RanMs       float64 `json:"ran_ms"`    // start to end (or to the dump)
+	Error       string  `json:"error,omitempty"`
 }
 
 // streamName names a collective stream index (-1: point-to-point).
@@ -118,7 +121,7 @@ func traceOpOf(e flightEntry, now time.Time) traceOp {
 	op := e.op
 	t := traceOp{
 		ID: e.id, Op: op.Kind, Seq: op.Seq, Bytes: op.Bytes, DType: dtypeName(op.DType), RedOp: redOpName(op.RedOp),
-		Root: op.Root, Peer: op.Peer, Tag: op.Tag, Stream: streamName(op.Stream), Route: op.Route, Algo: string(op.Algo),
+		Root: op.Root, Peer: op.Peer, Tag: op.Tag, Stream: streamName(op.Stream), Route: op.Route, Algo: string(op.Algo), Compression: string(op.Compression),
 		State: e.state.String(), Enqueued: unixNanos(e.enqueued), Started: unixNanos(e.started), Ended: unixNanos(e.ended),
 		Error: e.err,
 	}

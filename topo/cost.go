@@ -51,6 +51,17 @@ type Params struct {
 	// than messages over the intra-host links. Without it they run as
 	// messages over equal groups (collectives.HierAllReduce).
 	ArenaHier bool
+	// WireRatio, when in (0, 1), models a compressed all_reduce
+	// (HCCL_GO_COMPRESSION): its messages carry WireRatio bytes per byte
+	// of payload (0.5 for 16-bit floats), on every hop of the ring, and on
+	// the inter-host phase only of the hierarchy (ArenaHier), whose arena
+	// phases stay exact. Only ring and hier compress, so they are then the
+	// only all_reduce algorithms. 0 or 1: uncompressed.
+	WireRatio float64
+	// CodecBandwidth is how many bytes of float32 one rank encodes to the
+	// wire format, or decodes from it, per second (compressed all_reduce
+	// only); 0: free.
+	CodecBandwidth float64
 }
 
 // CostModel predicts the time of each algorithm of each collective on one
@@ -120,7 +131,7 @@ func NewCostModelWith(t Topology, ring []int, groups [][]int, p Params) (*CostMo
 	if err := checkRing(ring, n); err != nil {
 		return nil, fmt.Errorf("cost model: %w", err)
 	}
-	if p.ReduceBandwidth < 0 || p.CopyBandwidth < 0 || p.ChunkBytes < 0 {
+	if p.ReduceBandwidth < 0 || p.CopyBandwidth < 0 || p.ChunkBytes < 0 || p.WireRatio < 0 || p.WireRatio > 1 || p.CodecBandwidth < 0 {
 		return nil, fmt.Errorf("cost model: negative parameter in %+v", p)
 	}
 	if p.ChunkBytes == 0 {
@@ -192,6 +203,22 @@ func orderGroups(groups [][]int, ring []int, uneven bool) ([][]int, error) {
 	return out, nil
 }
 
+// Compressed is a copy of the model whose all_reduce travels compressed:
+// wireRatio bytes on the wire per byte of payload (0.5 for 16-bit
+// floats), encoded and decoded at codecBandwidth bytes of float32 per
+// second (0: free). See Params.WireRatio.
+func (m *CostModel) Compressed(wireRatio, codecBandwidth float64) (*CostModel, error) {
+	if wireRatio <= 0 || wireRatio > 1 || codecBandwidth < 0 {
+		return nil, fmt.Errorf("cost model: compression with wire ratio %g (want (0, 1]) and codec bandwidth %g", wireRatio, codecBandwidth)
+	}
+	c := *m
+	c.p.WireRatio, c.p.CodecBandwidth = wireRatio, codecBandwidth
+	return &c, nil
+}
+
+// compressed reports whether all_reduce travels compressed.
+func (m *CostModel) compressed() bool { return m.p.WireRatio > 0 && m.p.WireRatio < 1 }
+
 // Ring is the ring that ring and chain algorithms follow.
 func (m *CostModel) Ring() []int { return slices.Clone(m.ring) }
 
@@ -258,12 +285,19 @@ func (m *CostModel) Algorithms(op string) ([]string, error) {
 		return nil, err
 	}
 	var algos []string
-	switch op {
-	case OpAllReduce:
-		algos = []string{AlgoRing, AlgoHD, AlgoRD}
-	case OpAllGather, OpReduceScatter:
+	switch {
+	case op == OpAllReduce && m.compressed():
+		// Only the ring and the arena hierarchy travel compressed.
 		algos = []string{AlgoRing}
-	case OpBroadcast:
+		if m.ArenaHier() {
+			algos = append(algos, AlgoHier)
+		}
+		return algos, nil
+	case op == OpAllReduce:
+		algos = []string{AlgoRing, AlgoHD, AlgoRD}
+	case op == OpAllGather || op == OpReduceScatter:
+		algos = []string{AlgoRing}
+	case op == OpBroadcast:
 		algos = []string{AlgoChain, AlgoTree}
 	}
 	if m.groups != nil && (op != OpBroadcast || m.p.ArenaHier) {

@@ -25,6 +25,26 @@ func (m *CostModel) reduceTime(n float64) float64 {
 	return n / m.p.ReduceBandwidth
 }
 
+// wire is what n bytes of an all_reduce's payload take on the wire.
+func (m *CostModel) wire(n float64) float64 {
+	if m.compressed() {
+		return n * m.p.WireRatio
+	}
+	return n
+}
+
+// ringCodecTime is what a compressed ring all_reduce of n bytes among k
+// ranks spends encoding and decoding on each rank (0 uncompressed): every
+// rank encodes k blocks of n/k (its input, k-2 re-encoded partials and
+// the owner's rounding) and decodes 2k-1 (k-1 partials, the owner's own
+// block, k-1 blocks of the all-gather).
+func (m *CostModel) ringCodecTime(k int, n float64) float64 {
+	if !m.compressed() || m.p.CodecBandwidth == 0 || k < 2 {
+		return 0
+	}
+	return float64(3*k-1) / float64(k) * n / m.p.CodecBandwidth
+}
+
 func (m *CostModel) copyTime(n float64) float64 {
 	if m.p.CopyBandwidth == 0 {
 		return 0
@@ -36,8 +56,9 @@ func (m *CostModel) allReduce(algo string, n float64) float64 {
 	p := float64(m.t.Size())
 	switch algo {
 	case AlgoRing:
-		// Reduce-scatter then all-gather along the ring: 2(p-1) steps of n/p.
-		return m.ringsPhase([][]int{m.ring}, 2*(m.t.Size()-1), n/p) + m.reduceTime((p-1)/p*n)
+		// Reduce-scatter then all-gather along the ring: 2(p-1) steps of n/p
+		// (compressed: of n/p·WireRatio on the wire, plus the codec).
+		return m.ringsPhase([][]int{m.ring}, 2*(m.t.Size()-1), m.wire(n/p)) + m.reduceTime((p-1)/p*n) + m.ringCodecTime(m.t.Size(), n)
 	case AlgoRD:
 		return m.recursive(n, false)
 	case AlgoHD:

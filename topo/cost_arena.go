@@ -2,7 +2,9 @@ package topo
 
 import (
 	"cmp"
+	"math"
 	"slices"
+	"time"
 )
 
 // The hierarchical algorithms with Params.ArenaHier (collectives/hier).
@@ -50,31 +52,118 @@ func (m *CostModel) slowestHost(cost func(r int) float64) float64 {
 	return worst
 }
 
+// HierRoundBytes is the size of the rounds of the arena hierarchy's
+// all_reduce and all_gather where their inter-host phase dominates
+// (ArenaRounds).
+const HierRoundBytes = 4 << 20
+
+// hierRoundsFactor: a collective runs in rounds when its inter-host phase
+// is predicted at least this many times as long as its arena phases. Then
+// the arena phases hide behind the network, which needs little CPU; where
+// they are comparable, both are bound by the CPU and the rounds would
+// compete for it (measured with four ranks on two cores:
+// collectives/hier/rounds.go).
+const hierRoundsFactor = 2
+
+// ArenaRounds is the Options.RoundBytes of the arena hierarchy's op
+// (OpAllReduce or OpAllGather) of nbytes (collectives/hier):
+// HierRoundBytes when the buffer makes two rounds or more, the inter-host
+// phase dominates, and the rounds are predicted faster (each round pays
+// the inter-host phase's latency again: across many hosts that outweighs
+// what the overlap hides); else 0 (one round). The same on every rank.
+func (m *CostModel) ArenaRounds(op string, nbytes int) int {
+	if !m.ArenaHier() || nbytes < 2*HierRoundBytes || (op != OpAllReduce && op != OpAllGather) {
+		return 0
+	}
+	n := float64(nbytes)
+	arena, inter := m.arenaParts(op, n)
+	if inter < hierRoundsFactor*arena || m.roundsTime(op, n, HierRoundBytes) >= arena+inter {
+		return 0
+	}
+	return HierRoundBytes
+}
+
+// roundsTime is op of n bytes in rounds of rb bytes: the inter-host
+// phases of the rounds one after the other, the arena phases hidden
+// behind them but for one round's worth (the first round's reduce-scatter
+// and the last one's all-gather, or the last round's all-gather).
+func (m *CostModel) roundsTime(op string, n float64, rb int) float64 {
+	k := math.Floor(n / float64(rb))
+	arena, inter := m.arenaParts(op, n/k)
+	return k*inter + arena
+}
+
+// ArenaPhases is the predicted time of the arena hierarchy's op
+// (OpAllReduce or OpAllGather) of nbytes in its arena phases and in its
+// inter-host phase, one after the other (ok false without the arena
+// hierarchy, or for another op): what overlapping them could save.
+func (m *CostModel) ArenaPhases(op string, nbytes int) (arena, inter time.Duration, ok bool) {
+	if !m.ArenaHier() || nbytes < 0 || (op != OpAllReduce && op != OpAllGather) {
+		return 0, 0, false
+	}
+	a, i := m.arenaParts(op, float64(nbytes))
+	return seconds(a), seconds(i), true
+}
+
+// arenaInRounds is the time of op of n bytes: its phases one after the
+// other, or in rounds where ArenaRounds cuts them.
+func (m *CostModel) arenaInRounds(op string, n float64) float64 {
+	if rb := m.ArenaRounds(op, int(n)); rb > 0 {
+		return m.roundsTime(op, n, rb)
+	}
+	arena, inter := m.arenaParts(op, n)
+	return arena + inter
+}
+
+// arenaParts are op's arena phases and inter-host phase on n bytes.
+func (m *CostModel) arenaParts(op string, n float64) (arena, inter float64) {
+	if op == OpAllGather {
+		return m.arenaAllGatherParts(n)
+	}
+	return m.arenaAllReduceParts(n)
+}
+
 // arenaAllReduce: reduce-scatter in each host, all_reduce of every
 // segment across hosts among its owners (all at once), all-gather in each
-// host.
-func (m *CostModel) arenaAllReduce(n float64) float64 {
+// host; in rounds where the inter-host phase dominates.
+func (m *CostModel) arenaAllReduce(n float64) float64 { return m.arenaInRounds(OpAllReduce, n) }
+
+// arenaAllReduceParts are arenaAllReduce's arena phases (reduce-scatter
+// and all-gather) and its inter-host phase. Compressed, the segments'
+// rings carry WireRatio of their bytes and encode and decode them; the
+// arena phases stay exact.
+func (m *CostModel) arenaAllReduceParts(n float64) (arena, inter float64) {
 	h := len(m.groups)
 	rings, chunks := m.segmentRings(n)
+	for i := range chunks {
+		chunks[i] = m.wire(chunks[i])
+	}
 	minR := len(m.groups[0])
 	for _, g := range m.groups {
 		minR = min(minR, len(g))
 	}
-	t := m.slowestHost(func(r int) float64 { return m.arenaScatterPhase(n, r) })
-	t += m.ringsPhaseSized(rings, 2*(h-1), chunks) + m.reduceTime(float64(h-1)/float64(h)*n/float64(minR))
-	return t + m.slowestHost(func(r int) float64 { return m.arenaCopyPhase(n, r) })
+	piece := n / float64(minR) // the largest piece a rank carries across
+	arena = m.slowestHost(func(r int) float64 { return m.arenaScatterPhase(n, r) }) +
+		m.slowestHost(func(r int) float64 { return m.arenaCopyPhase(n, r) })
+	inter = m.ringsPhaseSized(rings, 2*(h-1), chunks) + m.reduceTime(float64(h-1)/float64(h)*piece) + m.ringCodecTime(h, piece)
+	return arena, inter
 }
 
 // arenaAllGather (n: the output): every rank sends its block to one rank
 // of every other host at once, then each host all-gathers n in its arena
-// and copies the blocks into place.
-func (m *CostModel) arenaAllGather(n float64) float64 {
-	return m.directExchange(n/float64(m.t.Size()), false) + m.slowestHost(func(r int) float64 {
+// and copies the blocks into place; in rounds where the exchange
+// dominates.
+func (m *CostModel) arenaAllGather(n float64) float64 { return m.arenaInRounds(OpAllGather, n) }
+
+func (m *CostModel) arenaAllGatherParts(n float64) (arena, inter float64) {
+	inter = m.directExchange(n/float64(m.t.Size()), false)
+	arena = m.slowestHost(func(r int) float64 {
 		if r == 1 {
 			return 0 // blocks land in place
 		}
 		return m.arenaCopyPhase(n, r) + m.copyTime(n)
 	})
+	return arena, inter
 }
 
 // arenaReduceScatter (n: the input): each host packs and reduce-scatters

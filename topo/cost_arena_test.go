@@ -17,15 +17,59 @@ func TestArenaGroups(t *testing.T) {
 // With free local work, the arena hierarchy's all_reduce on 2 hosts of 2
 // costs its inter-host phase alone: two steps of the two pieces' rings,
 // each piece's flows sharing the NIC, n/4 per step: 2α + n/NIC, plus the
-// two arena operations.
+// two arena operations. It runs in one round: rounds would hide nothing
+// but add latency.
 func TestArenaHierAllReduceIsItsInterHostPhase(t *testing.T) {
 	const nic = 125e6
 	g := twoLevel([]string{"a", "a", "b", "b"}, 1.5e9, nic)
 	m := newModel(t, g, Params{ArenaHier: true})
 	require.True(t, m.ArenaHier())
 	n := 64 * mib
+	assert.Zero(t, m.ArenaRounds(OpAllReduce, n))
 	want := 2*(10*time.Microsecond).Seconds() + float64(n)/nic + 2*arenaOpSeconds
 	assert.InEpsilon(t, want, predict(t, m, OpAllReduce, AlgoHier, n), 1e-9)
+}
+
+// Rounds where the network dominates, for all_reduce and all_gather: at
+// 1 Gbit/s from two rounds up; not on a network as fast as the arena
+// phases, nor without the arena hierarchy, nor for other ops.
+func TestArenaRounds(t *testing.T) {
+	local := Params{ArenaHier: true, CopyBandwidth: 4e9, ReduceBandwidth: 4e9}
+	slow := newModel(t, twoLevel([]string{"a", "a", "b", "b"}, 1.5e9, 125e6), local)
+	fast := newModel(t, twoLevel([]string{"a", "a", "b", "b"}, 10e9, 10e9), local)
+	messages := newModel(t, twoLevel([]string{"a", "a", "b", "b"}, 1.5e9, 125e6), Params{})
+	for _, op := range []string{OpAllReduce, OpAllGather} {
+		assert.Zero(t, slow.ArenaRounds(op, 2*HierRoundBytes-4), op)
+		assert.Equal(t, HierRoundBytes, slow.ArenaRounds(op, 2*HierRoundBytes), op)
+		arena, inter, ok := slow.ArenaPhases(op, 64*mib)
+		require.True(t, ok, op)
+		assert.Greater(t, inter, 4*arena, op)
+		// In rounds the arena phases hide but for a round's worth.
+		copyOut := float64(64*mib) / 4e9 // out of place (predict counts it)
+		if op == OpAllGather {
+			copyOut /= 4
+		}
+		assert.Less(t, predict(t, slow, op, AlgoHier, 64*mib), (inter+arena/4).Seconds()+copyOut, op)
+
+		arena, inter, _ = fast.ArenaPhases(op, 64*mib)
+		assert.Less(t, inter, 2*arena, op)
+		assert.Zero(t, fast.ArenaRounds(op, 64*mib), op)
+
+		assert.Zero(t, messages.ArenaRounds(op, 64*mib), op)
+		_, _, ok = messages.ArenaPhases(op, 64*mib)
+		assert.False(t, ok, op)
+	}
+	assert.Zero(t, slow.ArenaRounds(OpReduceScatter, 64*mib))
+
+	// Across 256 hosts every round's rings pay 510 latencies (2.6 ms at
+	// 5 µs), more than the overlap hides: one round.
+	many, err := NewClusterModel(Cluster{Hosts: 256, RanksPerHost: 2,
+		Intra: Link{Latency: time.Microsecond, Bandwidth: 1.5e9},
+		Inter: Link{Latency: 5 * time.Microsecond, Bandwidth: 125e6}}, local)
+	require.NoError(t, err)
+	arena, inter, _ := many.ArenaPhases(OpAllReduce, 64*mib)
+	require.Greater(t, inter, 2*arena)
+	assert.Zero(t, many.ArenaRounds(OpAllReduce, 64*mib))
 }
 
 // The intra-host phases at memory speed make the hierarchy cheaper than

@@ -75,6 +75,9 @@ func Simulate(cfg SimConfig) (SimResult, error) {
 			c.Hosts, c.RanksPerHost, FormatBandwidth(c.Intra.Bandwidth), c.Intra.Latency,
 			FormatBandwidth(c.Inter.Bandwidth), c.Inter.Latency)
 	}
+	if m.compressed() && op == OpAllReduce {
+		desc += fmt.Sprintf("; 16-bit floats on the wire (ring: every hop, hier: between hosts), codec %s", optionalFormat(cfg.Params.CodecBandwidth))
+	}
 	chosen, _, all, err := m.Choose(op, int(cfg.Bytes))
 	if err != nil {
 		return SimResult{}, fmt.Errorf("simulate: %w", err)
@@ -121,4 +124,12 @@ func (r SimResult) Table() string {
 	}
 	fmt.Fprintf(&b, "chosen: %s\n", r.Chosen)
 	return b.String()
+}
+
+// optionalFormat formats a bandwidth that 0 leaves unmodelled.
+func optionalFormat(bw float64) string {
+	if bw == 0 {
+		return "free"
+	}
+	return FormatBandwidth(bw)
 }

@@ -18,7 +18,7 @@ type simFlags struct {
 	hosts, ranksPerHost                  int
 	interBW, intraBW, interLat, intraLat string
 	reduceBW, copyBW, chunk              string
-	hier                                 string
+	hier, compression, codecBW           string
 }
 
 func newSimFlagSet(f *simFlags) *flag.FlagSet {
@@ -37,6 +37,8 @@ func newSimFlagSet(f *simFlags) *flag.FlagSet {
 	fs.StringVar(&f.copyBW, "copy-bw", "0", "bytes per second a rank copies locally (0: copies are free)")
 	fs.StringVar(&f.chunk, "chunk", "256KiB", "pipelining chunk of the chain broadcast")
 	fs.StringVar(&f.hier, "hier", "arena", "hierarchical algorithms: arena (groups are the hosts, intra-host phases in shared memory at --copy-bw/--reduce-bw, as the library runs them across hosts) or messages (over the intra-host links)")
+	fs.StringVar(&f.compression, "compression", "none", "wire format of all_reduce (HCCL_GO_COMPRESSION): none, fp16 or bf16 (16-bit floats: half the bytes, on the ring's every hop and the hierarchy's inter-host phase)")
+	fs.StringVar(&f.codecBW, "codec-bw", "0", "bytes of float32 per second a rank encodes to or decodes from the wire format (0: free)")
 	return fs
 }
 
@@ -100,6 +102,15 @@ func (f *simFlags) config() (SimConfig, error) {
 	default:
 		parse("hier", fmt.Errorf("%q is neither arena nor messages", f.hier))
 	}
+	switch strings.ToLower(f.compression) {
+	case "none", "":
+	case "fp16", "bf16":
+		cfg.Params.WireRatio = 0.5
+	default:
+		parse("compression", fmt.Errorf("%q is none of none, fp16, bf16", f.compression))
+	}
+	cfg.Params.CodecBandwidth, err = optionalBandwidth(f.codecBW)
+	parse("codec-bw", err)
 	if len(errs) > 0 {
 		return SimConfig{}, fmt.Errorf("simulate: %w", errors.Join(errs...))
 	}

@@ -86,3 +86,32 @@ func TestParseSimArgsErrors(t *testing.T) {
 	assert.ErrorContains(t, err, "--intra-lat")
 	assert.Contains(t, SimUsage(), "-ranks-per-host")
 }
+
+// --compression fp16 halves the network's share: the hierarchy of 4 hosts
+// of 2 ranks at 10 Gbit/s takes about half as long with free local work,
+// and only the algorithms that compress are listed.
+func TestSimulateCompression(t *testing.T) {
+	run := func(extra string) SimResult {
+		cfg, err := ParseSimArgs(strings.Fields("--hosts 4 --ranks-per-host 2 --size 256MiB --inter-bw 10Gbit " + extra))
+		require.NoError(t, err)
+		res, err := Simulate(cfg)
+		require.NoError(t, err)
+		return res
+	}
+	plain, comp := run(""), run("--compression fp16 --codec-bw 0")
+	t.Logf("\n%s\n%s", plain.Table(), comp.Table())
+	hier := func(r SimResult) time.Duration {
+		for _, a := range r.Algos {
+			if a.Algo == AlgoHier {
+				return a.Time
+			}
+		}
+		t.Fatalf("no hier in %v", r.Algos)
+		return 0
+	}
+	assert.InEpsilon(t, 0.5, hier(comp).Seconds()/hier(plain).Seconds(), 0.01)
+	assert.Len(t, comp.Algos, 2)
+	assert.Contains(t, comp.Topology, "16-bit floats on the wire")
+	_, err := ParseSimArgs([]string{"--compression", "int8"})
+	require.Error(t, err)
+}

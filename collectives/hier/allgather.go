@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/hccl-go/hccl-go/collectives"
 	"github.com/hccl-go/hccl-go/collectives/internal/args"
 	"github.com/hccl-go/hccl-go/collectives/intra"
 	"github.com/hccl-go/hccl-go/transport"
@@ -21,15 +22,20 @@ import (
 //     local rank, and every rank copies them to their places in recv. A
 //     rank alone on its host receives straight into recv.
 //
+// With o.RoundBytes, every block is cut into slices, one per round of
+// about RoundBytes of recv, and round k's arena phase overlaps round k+1's
+// exchange (rounds.go).
+//
 // Host h sends (H-1)·R_h·b bytes across and receives (p-R_h)·b, the least
 // any algorithm moves; each of its ranks sends b to every other host and
 // receives about (p-R_h)/R_h blocks. In the arena: an all-gather of p·b
 // bytes among R_h ranks, plus a local copy of p·b into place.
-func (c *Comm) AllGather(ctx context.Context, tag transport.Tag, send, recv []byte) error {
-	return wrapOp("allgather", c.Rank(), c.allGather(ctx, tag, send, recv))
+func (c *Comm) AllGather(ctx context.Context, tag transport.Tag, send, recv []byte, o collectives.Options) error {
+	return wrapOp("allgather", c.Rank(), c.allGather(ctx, tag, send, recv, o))
 }
 
-func (c *Comm) allGather(ctx context.Context, tag transport.Tag, send, recv []byte) error {
+func (c *Comm) allGather(ctx context.Context, tag transport.Tag, send, recv []byte, o collectives.Options) error {
+	c.last = Times{}
 	me, p, b := c.Rank(), c.Size(), len(send)
 	if err := args.CheckLen("recv", recv, p*b); err != nil {
 		return err
@@ -37,47 +43,92 @@ func (c *Comm) allGather(ctx context.Context, tag transport.Tag, send, recv []by
 	if err := args.CheckAliasAt(send, recv, recv[me*b:][:b]); err != nil {
 		return err
 	}
-	// Where the blocks this rank holds go: straight into recv when alone
-	// on the host, else into the arena phase's layout.
-	held := recv
-	at := func(r int) int { return r }
-	if c.arena != nil {
-		held = make([]byte, p*b)
-		at = func(r int) int { return c.packedAt[r] }
-	}
-	args.CopyUnlessSame(held[at(me)*b:][:b], send)
-	if b > 0 {
-		var sends, recvs []message
-		for h := range c.hosts {
-			if h != c.host {
-				sends = append(sends, message{peer: c.partner(h, me), buf: send})
-			}
-		}
-		for _, r := range c.blocks[c.local] {
-			if r != me {
-				recvs = append(recvs, message{peer: r, buf: held[at(r)*b:][:b]})
-			}
-		}
-		if err := exchange(ctx, c.ep, tag, sends, recvs); err != nil {
-			return fmt.Errorf("phase 1 (blocks across hosts): %w", err)
-		}
-	}
+	// Round k moves bytes [cuts[k], cuts[k+1]) of every block, on every
+	// rank alike (its partners on other hosts cut the same way).
+	cuts := pieceBounds(b, gatherRounds(p*b, o.RoundBytes))
+	slice := func(k int) (lo, w int) { return cuts[k], cuts[k+1] - cuts[k] }
 	if c.arena == nil {
+		// Alone on the host: the slices land in place.
+		args.CopyUnlessSame(recv[me*b:][:b], send)
+		for k := range len(cuts) - 1 {
+			lo, w := slice(k)
+			if err := c.gatherExchange(ctx, tag, send[lo:lo+w], func(r int) []byte { return recv[r*b+lo:][:w] }); err != nil {
+				return err
+			}
+		}
 		return nil
 	}
-	counts := make([]int, len(c.blocks))
-	for i, ranks := range c.blocks {
-		counts[i] = len(ranks) * b
+
+	// The blocks this rank holds in round k (its own slice and those it
+	// receives) sit in held[p·cuts[k]:], laid out as the arena phase
+	// gathers them: local index after local index, in the order of
+	// c.blocks.
+	held := make([]byte, p*b)
+	heldOf := func(k, r int) []byte {
+		lo, w := slice(k)
+		return held[p*lo+c.packedAt[r]*w:][:w]
 	}
-	mine := held[at(c.blocks[c.local][0])*b:][:counts[c.local]]
-	if err := intra.AllGatherV(ctx, c.arena, uint64(tag), mine, held, counts); err != nil {
-		return fmt.Errorf("phase 2 (all-gather in host %d): %w", c.host, err)
+	return runRounds(ctx, len(cuts)-1, roundStages{
+		across: func(ctx context.Context, k int) error {
+			lo, w := slice(k)
+			copy(heldOf(k, me), send[lo:lo+w])
+			return c.gatherExchange(ctx, tag, send[lo:lo+w], func(r int) []byte { return heldOf(k, r) })
+		},
+		after: func(ctx context.Context, k int) error {
+			lo, w := slice(k)
+			counts := make([]int, len(c.blocks))
+			for i, ranks := range c.blocks {
+				counts[i] = len(ranks) * w
+			}
+			defer c.timeArena()()
+			mine := heldOf(k, c.blocks[c.local][0])[:counts[c.local]]
+			if err := intra.AllGatherV(ctx, c.arena, uint64(tag), mine, held[p*lo:][:p*w], counts); err != nil {
+				return fmt.Errorf("phase 2 (all-gather in host %d): %w", c.host, err)
+			}
+			for r := range p {
+				if r != me {
+					copy(recv[r*b+lo:][:w], heldOf(k, r))
+				}
+			}
+			if k == len(cuts)-2 {
+				args.CopyUnlessSame(recv[me*b:][:b], send)
+			}
+			return nil
+		},
+	})
+}
+
+// gatherExchange is phase 1 (of a round): this rank's slice to its
+// partner on every other host, and the slices of the ranks it is paired
+// with into dst(r), all at once.
+func (c *Comm) gatherExchange(ctx context.Context, tag transport.Tag, mine []byte, dst func(r int) []byte) error {
+	if len(mine) == 0 {
+		return nil
 	}
-	for r := range p {
-		if r != me {
-			copy(recv[r*b:][:b], held[at(r)*b:][:b])
+	me := c.Rank()
+	var sends, recvs []message
+	for h := range c.hosts {
+		if h != c.host {
+			sends = append(sends, message{peer: c.partner(h, me), buf: mine})
 		}
 	}
-	args.CopyUnlessSame(recv[me*b:][:b], send)
+	for _, r := range c.blocks[c.local] {
+		if r != me {
+			recvs = append(recvs, message{peer: r, buf: dst(r)})
+		}
+	}
+	defer c.timeInter()()
+	if err := exchange(ctx, c.ep, tag, sends, recvs); err != nil {
+		return fmt.Errorf("phase 1 (blocks across hosts): %w", err)
+	}
 	return nil
+}
+
+// gatherRounds is the number of rounds of an all_gather of total bytes
+// (recv): about total/roundBytes, at least one (roundBytes 0: one).
+func gatherRounds(total, roundBytes int) int {
+	if roundBytes <= 0 {
+		return 1
+	}
+	return max(total/roundBytes, 1)
 }

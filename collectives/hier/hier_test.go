@@ -103,7 +103,7 @@ func TestAllGather(t *testing.T) {
 							send = recv[r*b : (r+1)*b]
 						}
 						outs[r] = recv
-						return comm.AllGather(ctx, tag, send, recv)
+						return comm.AllGather(ctx, tag, send, recv, collectives.Options{})
 					})
 					for r := range p {
 						requireSameBytes(t, want, outs[r], "b=%d inPlace=%v rank %d", b, inPlace, r)
@@ -230,7 +230,7 @@ func TestMixedOpsKeepArenasInStep(t *testing.T) {
 			case 0:
 				return comm.AllReduce(ctx, tag, buf, buf, reduce.Int32, reduce.Sum, 0, collectives.Options{})
 			case 1:
-				return comm.AllGather(ctx, tag, buf, make([]byte, p*len(buf)))
+				return comm.AllGather(ctx, tag, buf, make([]byte, p*len(buf)), collectives.Options{})
 			case 2:
 				return comm.ReduceScatter(ctx, tag, slices.Repeat(buf, p), buf, reduce.Int32, reduce.Max, 0)
 			case 3:
@@ -259,7 +259,7 @@ func TestInvalidArguments(t *testing.T) {
 			return comm.AllReduce(ctx, tag, make([]byte, 4), make([]byte, 4), reduce.Float32, reduce.Band, 0, collectives.Options{})
 		}},
 		{"allgather recv", func(ctx context.Context, comm *hier.Comm, tag transport.Tag) error {
-			return comm.AllGather(ctx, tag, make([]byte, 4), make([]byte, 8))
+			return comm.AllGather(ctx, tag, make([]byte, 4), make([]byte, 8), collectives.Options{})
 		}},
 		{"reducescatter send", func(ctx context.Context, comm *hier.Comm, tag transport.Tag) error {
 			return comm.ReduceScatter(ctx, tag, make([]byte, 8), make([]byte, 4), reduce.Float32, reduce.Sum, 0)

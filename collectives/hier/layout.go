@@ -37,6 +37,8 @@ type Comm struct {
 	// local index (the arena phase's layout).
 	blocks   [][]int
 	packedAt []int
+
+	last Times // of the last collective (LastTimes)
 }
 
 // New checks that layout places every rank of ep exactly once and that a

@@ -32,6 +32,7 @@ func (c *Comm) ReduceScatter(ctx context.Context, tag transport.Tag, send, recv 
 }
 
 func (c *Comm) reduceScatter(ctx context.Context, tag transport.Tag, send, recv []byte, dt reduce.DType, op reduce.Op, preMul float64) error {
+	c.last = Times{}
 	me, p, b := c.Rank(), c.Size(), len(recv)
 	if err := args.CheckReduction(dt, op); err != nil {
 		return err
@@ -51,6 +52,7 @@ func (c *Comm) reduceScatter(ctx context.Context, tag transport.Tag, send, recv 
 	var partial []byte
 	switch {
 	case c.arena != nil:
+		done := c.timeArena()
 		packed := make([]byte, p*b)
 		for r := range p {
 			copy(packed[c.packedAt[r]*b:][:b], send[r*b:][:b])
@@ -60,7 +62,9 @@ func (c *Comm) reduceScatter(ctx context.Context, tag transport.Tag, send, recv 
 			counts[i] = len(ranks) * b / dt.Size()
 		}
 		partial = make([]byte, len(mine)*b)
-		if err := intra.ReduceScatterV(ctx, c.arena, uint64(tag), packed, partial, counts, dt, first, preMul); err != nil {
+		err := intra.ReduceScatterV(ctx, c.arena, uint64(tag), packed, partial, counts, dt, first, preMul)
+		done()
+		if err != nil {
 			return fmt.Errorf("phase 1 (reduce-scatter in host %d): %w", c.host, err)
 		}
 	case first == reduce.PreMulSum:
@@ -85,7 +89,10 @@ func (c *Comm) reduceScatter(ctx context.Context, tag transport.Tag, send, recv 
 		}
 	}
 	if b > 0 {
-		if err := exchange(ctx, c.ep, tag, sends, recvs); err != nil {
+		done := c.timeInter()
+		err := exchange(ctx, c.ep, tag, sends, recvs)
+		done()
+		if err != nil {
 			return fmt.Errorf("phase 2 (partials across hosts): %w", err)
 		}
 	}

@@ -9,13 +9,17 @@ stats(group) returns hcclGoCommStats of the group's communicator:
 
     {"rank": 0, "size": 2, "compression": "fp16",
      "bytes_sent": ..., "bytes_recv": ...,            # all ops together
-     "ops": {"allreduce": {"calls", "bytes_sent", "bytes_recv", "msgs_sent", "msgs_recv"},
+     "ops": {"allreduce": {"calls", "bytes_sent", "bytes_recv", "msgs_sent", "msgs_recv",
+                           "arena_ns", "inter_ns"},
              "sparse_allreduce": {...}, "broadcast": {...}, "p2p": {...}, ...}}
 
 Bytes are message payloads between distinct ranks since the communicator was
 created. A communicator whose ranks all share one host runs its collectives in a
 shared-memory arena, which sends no messages and counts none: run with
-HCCL_GO_TRANSPORT=tcp (or across hosts) to see wire bytes.
+HCCL_GO_TRANSPORT=tcp (or across hosts) to see wire bytes. Across hosts,
+arena_ns and inter_ns (present once non-zero) are the time the hierarchical
+all_reduce, all_gather and reduce_scatter spent in their arena phases and in
+their inter-host exchange (bench/hier_phases.py reads them).
 """
 
 from __future__ import annotations

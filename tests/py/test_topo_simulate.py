@@ -30,6 +30,19 @@ def test_simulate_api():
     assert "<- chosen" in r["table"]
 
 
+def test_simulate_compression():
+    """--compression fp16 halves the hierarchy's inter-host bytes, and only the
+    algorithms that compress (ring, hier) are costed."""
+    from torch_hccl_go import topo
+
+    args = dict(hosts=2, ranks_per_host=2, size="64MiB", inter_bw="1Gbit", intra_bw="5GB")
+    plain = {a["algo"]: a["time_s"] for a in topo.simulate(**args)["algos"]}
+    r = topo.simulate(compression="fp16", codec_bw=0, **args)
+    comp = {a["algo"]: a["time_s"] for a in r["algos"]}
+    assert set(comp) == {"ring", "hier"} and r["chosen"] == "hier"
+    assert comp["hier"] / plain["hier"] == pytest.approx(0.5, rel=0.01)
+
+
 @pytest.mark.parametrize(
     "args, message",
     [({"size": "1XB"}, "unknown unit"), ({"hosts": 0}, "hosts"), ({"bogus": 1}, "bogus")],
