@@ -1,4 +1,5 @@
-"""pytest set-up for the backend tests: names the backend under test in the report header."""
+"""pytest set-up for the backend tests: names the backend under test in the report header;
+the two_hosts fixture (netns_hosts.py)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import importlib.util
 
 import pytest
 
+import netns_hosts
 from harness import BACKEND
 
 
@@ -22,3 +24,11 @@ def _backend_is_installed():
             "(or set HCCL_GO_TEST_BACKEND=gloo to check the tests against gloo)",
             returncode=1,
         )
+
+
+@pytest.fixture
+def two_hosts():
+    """Two emulated hosts (netns_hosts.py), removed after the test; skips, saying why,
+    where this machine cannot build them."""
+    with netns_hosts.two_hosts() as hosts:
+        yield hosts

@@ -2,9 +2,8 @@
 no hccl_go setting but HCCL_GO_HOST_ID: MASTER_ADDR points into the first namespace, and
 each rank publishes the address of its route there (pgbackend/listen.go).
 
-The namespace tests need root (ip netns add) and skip, saying why, without it. The
-namespaces carry a random prefix and are deleted at the end; their addresses
-(10.199.0.0/16) exist only inside them. Hold `flock /tmp/netns.lock` when running them
+The namespaces (netns_hosts.py, through the two_hosts fixture of conftest.py) need root
+and the tests skip, saying why, without it. Hold `flock /tmp/netns.lock` when running them
 beside other namespace tests.
 """
 
@@ -12,10 +11,8 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
-import uuid
 
 import pytest
 
@@ -35,56 +32,18 @@ print("RESULT " + json.dumps({"sum": t.tolist()[:3], "ok": bool(torch.all(t == 3
 """
 
 
-def _ip(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(["ip", *args], capture_output=True, text=True, timeout=30)
-
-
-@pytest.fixture
-def two_hosts():
-    """Namespaces a (10.199.1.1 on va) and b (10.199.1.2 on vb), joined by va-vb."""
-    if shutil.which("ip") is None:
-        pytest.skip("ip (iproute2) not found")
-    prefix = "hgpy" + uuid.uuid4().hex[:6]
-    a, b = prefix + "a", prefix + "b"
-    made = []
-    try:
-        r = _ip("netns", "add", a)
-        if r.returncode != 0:
-            pytest.skip(f"network namespaces need root (ip netns add: {r.stderr.strip()})")
-        made.append(a)
-        for step in (
-            ["netns", "add", b],
-            ["link", "add", "va", "netns", a, "type", "veth", "peer", "name", "vb", "netns", b],
-            ["-n", a, "addr", "add", "10.199.1.1/24", "dev", "va"],
-            ["-n", b, "addr", "add", "10.199.1.2/24", "dev", "vb"],
-            ["-n", a, "link", "set", "va", "up"],
-            ["-n", b, "link", "set", "vb", "up"],
-            ["-n", a, "link", "set", "lo", "up"],
-            ["-n", b, "link", "set", "lo", "up"],
-        ):
-            r = _ip(*step)
-            if step[:2] == ["netns", "add"] and r.returncode == 0:
-                made.append(step[2])
-            if r.returncode != 0:
-                pytest.skip(f"netns set-up refused: ip {' '.join(step)}: {r.stderr.strip()}")
-        yield a, b
-    finally:
-        for ns in made:
-            _ip("netns", "del", ns)
-
-
-def _run_ranks(namespaces, extra_env):
-    """Starts rank r in namespaces[r] with MASTER_ADDR in the first one; returns
+def _run_ranks(hosts, extra_env):
+    """Starts rank r on hosts[r] with MASTER_ADDR on the first one; returns
     (returncode, output) per rank. Every other HCCL_GO_* variable is removed."""
     base = {k: v for k, v in os.environ.items() if not k.startswith("HCCL_GO_")}
-    base.update(MASTER_ADDR="10.199.1.1", MASTER_PORT="29500", WORLD_SIZE=str(len(namespaces)), BACKEND=BACKEND)
+    base.update(MASTER_ADDR=hosts[0].addr, MASTER_PORT="29500", WORLD_SIZE=str(len(hosts)), BACKEND=BACKEND)
     base.update(OMP_NUM_THREADS="1")
     procs = []
-    for rank, ns in enumerate(namespaces):
+    for rank, host in enumerate(hosts):
         env = dict(base, RANK=str(rank), LOCAL_RANK="0", HCCL_GO_HOST_ID=f"emulated-host-{rank}", **extra_env[rank])
         if BACKEND == "gloo":
-            env["GLOO_SOCKET_IFNAME"] = "va" if rank == 0 else "vb"  # gloo needs it; hccl_go does not
-        cmd = ["ip", "netns", "exec", ns, sys.executable, "-c", RANK_SCRIPT]
+            env["GLOO_SOCKET_IFNAME"] = host.ifname  # gloo needs it; hccl_go does not
+        cmd = host.exec([sys.executable, "-c", RANK_SCRIPT])
         procs.append(subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
     results = []
     for p in procs:
