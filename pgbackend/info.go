@@ -33,7 +33,7 @@ func (c *Communicator) Info() Info {
 		Rank: c.rank, Size: c.size, Transports: c.transports, Addrs: c.addrs,
 		TimeoutMs: c.cfg.Timeout.Milliseconds(), Algo: algo,
 		StreamsPerPeer: c.cfg.StreamsPerPeer, ChunkBytes: c.cfg.ChunkBytes,
-		Sequence: c.seq.Load(), GoMaxProcs: runtime.GOMAXPROCS(0),
+		Sequence: c.lane.seq.Load(), GoMaxProcs: runtime.GOMAXPROCS(0),
 	}
 }
 
