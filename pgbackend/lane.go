@@ -3,10 +3,12 @@ package pgbackend
 import (
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/hccl-go/hccl-go/collectives"
 	"github.com/hccl-go/hccl-go/collectives/intra"
 	"github.com/hccl-go/hccl-go/collectives/reduce"
+	"github.com/hccl-go/hccl-go/streams"
 	"github.com/hccl-go/hccl-go/transport/arena"
 )
 
@@ -55,6 +57,12 @@ func (c *Communicator) laneOn() bool {
 	return c.cfg.FastLane && !c.cfg.Check && c.cfg.StreamWorkers == 0 && (a == collectives.Auto || a == "shm")
 }
 
+// laneApplies reports whether all_reduces of this communicator may ever
+// take the fast lane: its ranks share this host and the settings allow it.
+func (c *Communicator) laneApplies() bool {
+	return c.laneOn() && intra.FitsInline(c.arenas[StreamDefault], 0)
+}
+
 // laneArena returns the arena of stream when an all_reduce of n bytes
 // there may take the lane (besides the stream's hold).
 func (c *Communicator) laneArena(stream, n int) *arena.Arena {
@@ -80,6 +88,10 @@ func (c *Communicator) waitLane() {
 		}
 	}
 }
+
+// KickStream starts what was queued on stream i while the C lane held it
+// (streams.Stream.Kick).
+func (c *Communicator) KickStream(i int) { c.streams[i].Kick() }
 
 // laneOp is an all_reduce in the fast lane.
 type laneOp struct {
@@ -172,4 +184,91 @@ func (c *Communicator) endLane(lo laneOp, ctx *opContext, err error) error {
 	_, err = c.concludeOp(lo.id, lo.desc, lo.start, ctx, err)
 	c.streams[lo.desc.Stream].Release()
 	return err
+}
+
+// LaneView is what export's C fast lane works on: the addresses of the
+// words it shares with this communicator (see the top of this file). They
+// are Go memory: the caller keeps it from moving or being freed while C
+// holds them (runtime.Pinner on each pointer), and must be done with them
+// when Destroy returns. Shared memory (the arenas) is given as addresses.
+type LaneView struct {
+	Issue *atomic.Uint32 // the issue lock: 0 free, 1 taken (spinLock)
+	Off   *atomic.Uint32 // non-zero: no op may take the lane
+	Seq   *atomic.Uint64 // the collective sequence number
+	// Flight is the flight recorder's shared words (lock, next id,
+	// per-stream progress) and Ring its first slot (nil: the recorder is
+	// off), RingLen slots; FlightLayout says where their fields lie.
+	Flight       unsafe.Pointer
+	Ring         unsafe.Pointer
+	RingLen      int
+	FlightLayout FlightLayout
+	// Desc is a lane op's flight record desc without its dtype, reduce op
+	// and stream (see packDesc); StateRunning and StateDone its states.
+	Desc                    uint64
+	StateRunning, StateDone uint64
+	DescDType, DescRedOp    uint
+	DescStream              uint
+	Calls                   *atomic.Int64 // all_reduce calls (Stats)
+	Clock                   streams.Clock // the times of the flight recorder
+	Streams                 []LaneStream  // by stream index
+}
+
+// LaneStream is one collective stream as the C lane sees it.
+type LaneStream struct {
+	Hold  *atomic.Uint32 // streams.Stream.HoldWord
+	Arena arena.Raw
+}
+
+// FlightLayout gives the byte offsets of the flight recorder's words:
+// within a slot (whose size is SlotSize), and within the shared words
+// (Progress is the first stream's progress, ProgressSize apart).
+type FlightLayout struct {
+	SlotSize, ID, Seq, Bytes, Desc, State, RootPeer, Tag, Counts, Enqueued, Started, Ended uintptr
+	Lock, Next, Progress, ProgressSize, ProgressStarted, ProgressEnded, ProgressSince      uintptr
+}
+
+// Lane returns the view of the fast lane for code outside Go, or ok false
+// when the lane never applies to this communicator (its ranks are not all
+// on this host, or the settings keep all_reduce off it).
+func (c *Communicator) Lane() (v LaneView, ok bool) {
+	if !c.laneApplies() {
+		return LaneView{}, false
+	}
+	f := c.flight
+	v = LaneView{
+		Issue: &c.lane.issue.w, Off: &c.lane.off, Seq: &c.lane.seq,
+		Flight: unsafe.Pointer(f.sh), RingLen: len(f.ring), FlightLayout: flightLayout(),
+		StateRunning: uint64(stateRunning), StateDone: uint64(stateDone),
+		DescDType: descDType, DescRedOp: descRedOp, DescStream: descStream,
+		Calls: &c.stats.kind("allreduce").calls, Clock: c.clock,
+	}
+	if len(f.ring) > 0 {
+		v.Ring = unsafe.Pointer(&f.ring[0])
+	}
+	d := c.laneDesc(0, StreamDefault, 0, 0, 0)
+	d.DType, d.RedOp, d.Stream = -1, -1, -1 // their bytes are the C lane's to fill
+	v.Desc = f.names.pack(d)
+	for i, st := range c.streams {
+		ls := LaneStream{Hold: st.HoldWord()}
+		if a := c.arenas[i]; a != nil {
+			ls.Arena = a.Raw()
+		}
+		v.Streams = append(v.Streams, ls)
+	}
+	return v, true
+}
+
+func flightLayout() FlightLayout {
+	var s flightSlot
+	var sh flightShared
+	var p flightProgress
+	return FlightLayout{
+		SlotSize: unsafe.Sizeof(s), ID: unsafe.Offsetof(s.id), Seq: unsafe.Offsetof(s.seq),
+		Bytes: unsafe.Offsetof(s.bytes), Desc: unsafe.Offsetof(s.desc), State: unsafe.Offsetof(s.state),
+		RootPeer: unsafe.Offsetof(s.rootPeer), Tag: unsafe.Offsetof(s.tag), Counts: unsafe.Offsetof(s.counts),
+		Enqueued: unsafe.Offsetof(s.enqueued), Started: unsafe.Offsetof(s.started), Ended: unsafe.Offsetof(s.ended),
+		Lock: unsafe.Offsetof(sh.lock), Next: unsafe.Offsetof(sh.next), Progress: unsafe.Offsetof(sh.progress),
+		ProgressSize: unsafe.Sizeof(p), ProgressStarted: unsafe.Offsetof(p.started),
+		ProgressEnded: unsafe.Offsetof(p.ended), ProgressSince: unsafe.Offsetof(p.since),
+	}
 }
