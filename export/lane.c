@@ -1,15 +1,16 @@
-// lane.c: the C fast lane. A blocking all_reduce that fits the arena's
-// inline slots, on a communicator whose stream is idle, runs here from
-// start to end without entering the Go runtime: the same steps as
-// pgbackend's AllReduceNow (pgbackend/lane.go) and the one-shot inline
-// protocol of collectives/intra (allreduce.go, lane.go, stamp.go), on the
-// words the communicator shares (lane.go registers them). Whatever is not
-// the common case goes to Go: an op the lane does not take (a busy stream,
-// arguments Go must judge, a dtype and op whose scaling is Go's) runs on
-// Go's path; an op whose wait outlasts the spin budget, whose peers' stamps
-// differ, or whose reduction the kernels decline is handed over, posted, to
-// goLaneFinish, which finishes it with Go's wait (deadline, dead peers),
-// mismatch errors and failure handling.
+// lane.c: the C fast lane. A blocking all_reduce that the arena runs in one
+// epoch (one-shot, through the inline slots or the data halves), on a
+// communicator whose stream is idle, runs here from start to end without
+// entering the Go runtime: the same steps as pgbackend's AllReduceNow
+// (pgbackend/lane.go) and the one-shot protocol of collectives/intra
+// (allreduce.go, lane.go, stamp.go), on the words the communicator shares
+// (lane.go registers them). Whatever is not the common case goes to Go: an
+// op the lane does not take (a busy stream, arguments Go must judge, a
+// dtype and op whose scaling is Go's) runs on Go's path; an op whose wait
+// outlasts the arena's spin and yield budgets (1 ms by default), whose
+// peers' stamps differ, or whose reduction the kernels decline is handed
+// over, posted, to goLaneFinish, which finishes it with Go's wait
+// (deadline, dead peers, sleep), mismatch errors and failure handling.
 #define _GNU_SOURCE
 #include <limits.h>
 #include <linux/futex.h>
@@ -216,8 +217,11 @@ static uint64_t hg_flight_record(const struct hg_lane* l, int stream, uint64_t s
 // ---- the protocol -----------------------------------------------------------
 
 // hg_lane_wait waits until every peer's inline flag of parity par reaches
-// epoch e, for at most the spin budget per peer (as arena.wait spins
-// before it yields); 0 when one did not, or the arena closed meanwhile.
+// epoch e, as arena.wait does before it sleeps: per peer, it spins for the
+// spin budget, then yields the processor between polls until the yield
+// budget has passed too. 0 when a peer did not arrive by then, or the
+// arena closed or the communicator failed meanwhile: Go's wait takes over
+// (deadline, liveness of the peer, sleep).
 static int hg_lane_wait(const struct hg_lane* l, const struct hg_lane_stream* s, uint64_t e, int par) {
   for (int j = 0; j < l->size; j++) {
     if (j == l->index) continue;
@@ -228,16 +232,21 @@ static int hg_lane_wait(const struct hg_lane* l, const struct hg_lane_stream* s,
         if (__atomic_load_n(f, __ATOMIC_ACQUIRE) >= e) goto arrived;
       }
       long long now = hg_lane_now_ns();
-      if (start == 0) {
-        start = now;
-      } else if (now - start >= l->spin_ns) {
-        return 0;
-      }
+      if (start == 0) start = now;
+      if (now - start >= l->spin_ns + l->yield_ns) return 0;
       if (__atomic_load_n(s->closed, __ATOMIC_RELAXED) || __atomic_load_n(l->off, __ATOMIC_RELAXED)) return 0;
+      if (now - start >= l->spin_ns) sched_yield();
     }
   arrived:;
   }
   return 1;
+}
+
+// hg_lane_buffer is local rank j's buffer of epoch parity par for an
+// n-byte op: the inline slot, or the data half (intra.laneBuffer).
+static unsigned char* hg_lane_buffer(const struct hg_lane* l, const struct hg_lane_stream* s, int par, int j,
+                                     size_t n) {
+  return n <= l->inline_bytes ? s->inl[par][j] : s->half[par][j];
 }
 
 // hg_lane_release lets go of the stream and, when ops were queued on it
@@ -254,7 +263,7 @@ static int hg_lane_run(struct hg_lane* l, const void* send, void* recv, size_t c
                        int stream, hcclGoResult_t* result) {
   if (stream < 0 || stream >= l->nstreams || !l->streams[stream].on || !hg_lane_takes(dt, op)) return 0;
   size_t es = hg_dtype_size[dt];
-  if (count > l->inline_bytes / es) return 0;
+  if (count > l->streams[stream].limit / es) return 0;
   size_t n = count * es;
   if (n > 0) {
     if (send == NULL || recv == NULL) return 0;
@@ -283,10 +292,11 @@ static int hg_lane_run(struct hg_lane* l, const void* send, void* recv, size_t c
   const uint64_t e = ++*s->epoch;
   const int par = (int)(e & 1);
   if (n > 0) {
+    unsigned char* mine = hg_lane_buffer(l, s, par, me, n);
     if (op == HG_PREMULSUM) {
-      hg_scale(l->isa, dt, s->inl[par][me], send, preMul, n);
+      hg_scale(l->isa, dt, mine, send, preMul, n);
     } else {
-      memcpy(s->inl[par][me], send, n);
+      memcpy(mine, send, n);
     }
   }
   unsigned char stamp[24];  // intra.AllReduceStamp: allreduce, dtype, op, no root
@@ -307,8 +317,8 @@ static int hg_lane_run(struct hg_lane* l, const void* send, void* recv, size_t c
     if (j != me && memcmp(s->stamps[par][j], stamp, sizeof stamp) != 0) goto handover;
   }
   if (n > 0) {
-    int ok = hg_reduce(l->isa, dt, op, recv, s->inl[par][0], s->inl[par][1], n);
-    for (int j = 2; j < p; j++) ok &= hg_reduce(l->isa, dt, op, recv, recv, s->inl[par][j], n);
+    int ok = hg_reduce(l->isa, dt, op, recv, hg_lane_buffer(l, s, par, 0, n), hg_lane_buffer(l, s, par, 1, n), n);
+    for (int j = 2; j < p; j++) ok &= hg_reduce(l->isa, dt, op, recv, recv, hg_lane_buffer(l, s, par, j, n), n);
     if (op == HG_AVG) ok &= hg_divide(l->isa, dt, recv, p, n);
     if (!ok) goto handover;
   }
@@ -340,8 +350,10 @@ void hg_lane_set_rank(struct hg_lane_stream* s, int j, uintptr_t posted, uintptr
   s->bells[j] = (uint32_t*)bells;
 }
 
-void hg_lane_set_slot(struct hg_lane_stream* s, int par, int j, uintptr_t flag, uintptr_t stamp, uintptr_t inl) {
+void hg_lane_set_slot(struct hg_lane_stream* s, int par, int j, uintptr_t flag, uintptr_t stamp, uintptr_t inl,
+                      uintptr_t half) {
   s->flags[par][j] = (uint64_t*)flag;
   s->stamps[par][j] = (unsigned char*)stamp;
   s->inl[par][j] = (unsigned char*)inl;
+  s->half[par][j] = (unsigned char*)half;
 }

@@ -52,7 +52,7 @@ func registerLane(h uint64, e *commEntry) {
 	l.comm = C.uint64_t(h)
 	l.index, l.size, l.nstreams = C.int(raw.Index), C.int(raw.Size), C.int(len(v.Streams))
 	l.inline_bytes = C.size_t(raw.InlineBytes)
-	l.spin_ns = C.longlong(raw.Spin.Nanoseconds())
+	l.spin_ns, l.yield_ns = C.longlong(raw.Spin.Nanoseconds()), C.longlong(raw.Yield.Nanoseconds())
 	l.isa = C.hg_best_isa()
 	l.issue = (*C.uint32_t)(pinned(&reg.pin, unsafe.Pointer(v.Issue)))
 	l.off = (*C.uint32_t)(pinned(&reg.pin, unsafe.Pointer(v.Off)))
@@ -78,16 +78,17 @@ func registerLane(h uint64, e *commEntry) {
 		s := &l.streams[i]
 		s.hold = (*C.uint32_t)(pinned(&reg.pin, unsafe.Pointer(st.Hold)))
 		a := st.Arena
-		if a.Epoch == nil || a.Size != raw.Size || a.InlineBytes != raw.InlineBytes {
+		if a.Epoch == nil || a.Size != raw.Size || a.InlineBytes != raw.InlineBytes || st.Limit < 0 {
 			continue // no arena on this stream: Go's path
 		}
-		s.on = 1
+		s.on, s.limit = 1, C.size_t(st.Limit)
 		s.epoch = (*C.uint64_t)(pinned(&reg.pin, unsafe.Pointer(a.Epoch)))
 		s.closed = (*C.uint32_t)(pinned(&reg.pin, unsafe.Pointer(a.Closed)))
 		for j := range a.Size {
 			C.hg_lane_set_rank(s, C.int(j), C.uintptr_t(a.Posted[j]), C.uintptr_t(a.Waiters[j]), C.uintptr_t(a.Bells[j]))
 			for par := range 2 {
-				C.hg_lane_set_slot(s, C.int(par), C.int(j), C.uintptr_t(a.Flags[par][j]), C.uintptr_t(a.Stamps[par][j]), C.uintptr_t(a.Inline[par][j]))
+				C.hg_lane_set_slot(s, C.int(par), C.int(j), C.uintptr_t(a.Flags[par][j]), C.uintptr_t(a.Stamps[par][j]),
+					C.uintptr_t(a.Inline[par][j]), C.uintptr_t(a.Half[par][j]))
 			}
 		}
 	}

@@ -1,5 +1,6 @@
-// lane.h: the C fast lane (lane.c). A blocking all_reduce that fits the
-// shared-memory arena's inline slots runs entirely in C, on the words the
+// lane.h: the C fast lane (lane.c). A blocking all_reduce that the
+// shared-memory arena runs in one epoch (up to the stream's limit) runs
+// entirely in C, on the words the
 // communicator shares with it (pgbackend/lane.go: LaneView), without
 // entering the Go runtime; lane.go registers a communicator's lane and
 // finishes the ops the C side hands over.
@@ -15,10 +16,12 @@
 #define HG_LANE_MAX_STREAMS 4
 #define HG_LANE_MAX_RANKS 16
 
-// One collective stream: its hold word (streams/hold.go) and its arena
-// (transport/arena/raw.go), by parity and local index.
+// One collective stream: its hold word (streams/hold.go), the largest
+// all_reduce of its lane, and its arena (transport/arena/raw.go), by parity
+// and local index.
 struct hg_lane_stream {
   int on;  // the stream has an arena
+  size_t limit;
   uint32_t* hold;
   uint64_t* epoch;
   uint32_t* closed;
@@ -28,6 +31,7 @@ struct hg_lane_stream {
   uint64_t* flags[2][HG_LANE_MAX_RANKS];
   unsigned char* stamps[2][HG_LANE_MAX_RANKS];
   unsigned char* inl[2][HG_LANE_MAX_RANKS];
+  unsigned char* half[2][HG_LANE_MAX_RANKS];
 };
 
 // Where the flight recorder's fields lie (pgbackend FlightLayout).
@@ -41,7 +45,8 @@ struct hg_lane {
   uint64_t comm;  // its handle
   int index, size, nstreams;
   size_t inline_bytes;
-  long long spin_ns;    // how long a wait spins before the op goes to Go
+  long long spin_ns;    // how long a wait spins before it yields
+  long long yield_ns;   // how long it then yields before the op goes to Go
   long long clock_base; // CLOCK_MONOTONIC at the flight recorder's epoch, ns
   int isa;              // instruction-set level of the reduction kernels
   uint32_t* issue;      // the issue lock
@@ -69,7 +74,8 @@ void hg_lane_free(uint64_t comm);
 
 // Set a stream's shared-memory addresses of local rank j (lane.go).
 void hg_lane_set_rank(struct hg_lane_stream* s, int j, uintptr_t posted, uintptr_t waiters, uintptr_t bells);
-void hg_lane_set_slot(struct hg_lane_stream* s, int par, int j, uintptr_t flag, uintptr_t stamp, uintptr_t inl);
+void hg_lane_set_slot(struct hg_lane_stream* s, int par, int j, uintptr_t flag, uintptr_t stamp, uintptr_t inl,
+                      uintptr_t half);
 
 // hg_lane_allreduce runs a blocking all_reduce in the lane of comm when it
 // may (1, its result in *result), or does nothing (0: Go's path).

@@ -12,14 +12,15 @@ import (
 	"github.com/hccl-go/hccl-go/transport/arena"
 )
 
-// The fast lane. A blocking all_reduce that fits the arena's inline slots,
-// on a communicator whose ranks share this host, runs at once on the
-// calling thread when its stream is idle: it holds the stream (the
-// scheduler starts nothing there meanwhile, streams.Stream.TryHold), takes
-// the next sequence number, records itself in the flight recorder as
-// running, and runs the one-shot inline protocol (intra.StartInlineAllReduce,
-// intra.FinishInlineAllReduce). No Work, no scheduler lock, no timer, no
-// allocation. The op is the same as when queued: same sequence number, same
+// The fast lane. A blocking all_reduce that the arena runs in one epoch
+// (intra.LaneLimit: up to 256 KiB at 2 ranks, through the inline slots up to
+// 4 KiB, else the data halves), on a communicator whose ranks share this
+// host, runs at once on the calling thread when its stream is idle: it
+// holds the stream (the scheduler starts nothing there meanwhile,
+// streams.Stream.TryHold), takes the next sequence number, records itself
+// in the flight recorder as running, and runs the one-shot protocol in its
+// two halves (intra.StartLaneAllReduce, intra.FinishLaneAllReduce). No
+// Work, no scheduler lock, no timer, no allocation. The op is the same as when queued: same sequence number, same
 // epochs and stamp (so ranks that take the lane meet ranks that do not, and
 // a rank that calls another op fails alike), the op's deadline, failure
 // handling and errors (concludeOp), flight record and traffic count.
@@ -60,19 +61,26 @@ func (c *Communicator) laneOn() bool {
 // laneApplies reports whether all_reduces of this communicator may ever
 // take the fast lane: its ranks share this host and the settings allow it.
 func (c *Communicator) laneApplies() bool {
-	return c.laneOn() && intra.FitsInline(c.arenas[StreamDefault], 0)
+	return c.laneOn() && c.laneLimit(StreamDefault) >= 0
 }
 
-// laneArena returns the arena of stream when an all_reduce of n bytes
-// there may take the lane (besides the stream's hold).
-func (c *Communicator) laneArena(stream, n int) *arena.Arena {
+// laneLimit is the largest all_reduce (bytes) that takes the lane on
+// stream i (-1: none).
+func (c *Communicator) laneLimit(i int) int {
+	return intra.LaneLimit(c.arenas[i], c.singleCopy[i])
+}
+
+// laneArena returns the arena of stream and its lane limit when an
+// all_reduce of n bytes there may take the lane (besides the stream's
+// hold).
+func (c *Communicator) laneArena(stream, n int) (*arena.Arena, int) {
 	if stream < 0 || stream >= len(c.streams) || !c.laneOn() || c.lane.off.Load() != 0 {
-		return nil
+		return nil, 0
 	}
-	if a := c.arenas[stream]; intra.FitsInline(a, n) {
-		return a
+	if limit := c.laneLimit(stream); n <= limit {
+		return c.arenas[stream], limit
 	}
-	return nil
+	return nil, 0
 }
 
 // stopLane keeps ops from taking the fast lane from now on.
@@ -113,7 +121,7 @@ func (c *Communicator) laneDesc(seq uint64, stream, n int, dt reduce.DType, op r
 // issues the op as usual (AllReduce). Arguments that AllReduce would
 // refuse never take the lane.
 func (c *Communicator) AllReduceNow(send, recv []byte, dt reduce.DType, op reduce.Op, preMul float64, stream int) (ran bool, err error) {
-	a := c.laneArena(stream, len(send))
+	a, limit := c.laneArena(stream, len(send))
 	if a == nil || c.checkReduction("allreduce", dt, op, send, recv, len(send)) != nil ||
 		intra.CheckAllReduce(a, send, recv, dt, op) != nil {
 		return false, nil
@@ -134,7 +142,7 @@ func (c *Communicator) AllReduceNow(send, recv []byte, dt reduce.DType, op reduc
 	lo := laneOp{desc: c.laneDesc(seq, stream, len(send), dt, op), start: c.clock.Now()}
 	lo.id = c.flight.addRunning(lo.desc, lo.start)
 	c.stats.call("allreduce")
-	e, err := intra.StartInlineAllReduce(a, seq, send, recv, dt, op, preMul)
+	e, err := intra.StartLaneAllReduce(a, limit, seq, send, recv, dt, op, preMul)
 	if err != nil {
 		return true, c.endLane(lo, nil, err)
 	}
@@ -171,7 +179,7 @@ func (c *Communicator) finishLane(lo laneOp, a *arena.Arena, e uint64, recv []by
 	var ctx opContext
 	ctx.init(c.ctx, lo.start.Add(c.cfg.Timeout), c.stats.kind("allreduce"))
 	defer ctx.release()
-	return c.endLane(lo, &ctx, intra.FinishInlineAllReduce(&ctx, a, lo.desc.Seq, e, recv, lo.desc.DType, lo.desc.RedOp))
+	return c.endLane(lo, &ctx, intra.FinishLaneAllReduce(&ctx, a, lo.desc.Seq, e, recv, lo.desc.DType, lo.desc.RedOp))
 }
 
 // endLane ends a fast-lane op with err (concludeOp) and lets go of its
@@ -217,6 +225,7 @@ type LaneView struct {
 type LaneStream struct {
 	Hold  *atomic.Uint32 // streams.Stream.HoldWord
 	Arena arena.Raw
+	Limit int // the largest all_reduce in the lane, bytes (intra.LaneLimit; -1: none)
 }
 
 // FlightLayout gives the byte offsets of the flight recorder's words:
@@ -249,7 +258,7 @@ func (c *Communicator) Lane() (v LaneView, ok bool) {
 	d.DType, d.RedOp, d.Stream = -1, -1, -1 // their bytes are the C lane's to fill
 	v.Desc = f.names.pack(d)
 	for i, st := range c.streams {
-		ls := LaneStream{Hold: st.HoldWord()}
+		ls := LaneStream{Hold: st.HoldWord(), Limit: c.laneLimit(i)}
 		if a := c.arenas[i]; a != nil {
 			ls.Arena = a.Raw()
 		}

@@ -92,17 +92,18 @@ func laneAllReduce(t *testing.T, c *Communicator, send, recv []byte, dt reduce.D
 
 // Ranks in the fast lane and ranks that queue the op meet and give the
 // reference's result, bit for bit, for every dtype and op and for sizes
-// 0, 1, odd and a full inline slot.
+// 0, 1, odd, a full inline slot, the next size (a data half) and the
+// lane's limit.
 func TestFastLaneResultsMatchReference(t *testing.T) {
 	const preMul = 0.375
 	cs := connectAll(t, []string{"h", "h", "h"}, testConfig())
-	inline := cs[0].arenas[StreamDefault].InlineBytes()
+	inline, limit := cs[0].arenas[StreamDefault].InlineBytes(), cs[0].laneLimit(StreamDefault)
 	for _, dt := range reduce.AllDTypes {
 		for _, op := range reduce.AllOps {
 			if reduce.Check(dt, op) != nil {
 				continue
 			}
-			for _, n := range []int{0, 1, 7, inline / dt.Size()} {
+			for _, n := range []int{0, 1, 7, inline / dt.Size(), inline/dt.Size() + 1, limit / dt.Size()} {
 				lanes := uint(n+int(dt)+int(op))%7 + 1 // which ranks take the lane: varies, at least one
 				inputs := make([][]byte, len(cs))
 				for r := range cs {
@@ -155,8 +156,8 @@ func TestFastLaneRefusesWhatItCannotRun(t *testing.T) {
 		{"worker budget", oneHost, workers, nil},
 		{"no arena", oneHost, tcpOnly, nil},
 		{"two hosts", []string{"a", "b"}, testConfig(), nil},
-		{"larger than a slot", oneHost, testConfig(), func(c *Communicator) (bool, error) {
-			b := make([]byte, c.arenas[0].InlineBytes()+8)
+		{"larger than one epoch", oneHost, testConfig(), func(c *Communicator) (bool, error) {
+			b := make([]byte, c.laneLimit(StreamDefault)+8)
 			return c.AllReduceNow(b, b, reduce.Float32, reduce.Sum, 0, StreamDefault)
 		}},
 		{"bad stream", oneHost, testConfig(), func(c *Communicator) (bool, error) {

@@ -141,24 +141,11 @@ func wants(me, root int) bool { return root == allRanks || root == me }
 // oneShotInline: every rank publishes its whole input in its inline slot;
 // the ranks that want the result reduce all slots in rank order.
 func (r *reduction) oneShotInline(ctx context.Context, send, recv []byte, root int) error {
-	e := r.a.Next()
-	r.publishInline(e, send)
-	return r.finishInline(ctx, e, len(send), recv, root)
-}
-
-// publishInline is oneShotInline's first half: it publishes send in the
-// own inline slot of epoch e and posts e with the op's stamp.
-func (r *reduction) publishInline(e uint64, send []byte) {
-	a := r.a
-	publish(r.dt, r.op, r.preMul, a.Inline(a.Index(), e)[:len(send)], send)
-	postFirst(a, e, r.stamp)
-}
-
-// finishInline is oneShotInline's second half: it waits for the peers'
-// slots of epoch e (n bytes each), checks their stamps and reduces them.
-func (r *reduction) finishInline(ctx context.Context, e uint64, n int, recv []byte, root int) error {
-	a := r.a
+	a, n := r.a, len(send)
 	me, p := a.Index(), a.Size()
+	e := a.Next()
+	publish(r.dt, r.op, r.preMul, a.Inline(me, e)[:n], send)
+	postFirst(a, e, r.stamp)
 	if err := awaitFirst(ctx, a, e, r.stamp); err != nil {
 		return err
 	}
@@ -175,7 +162,7 @@ func (r *reduction) finishInline(ctx context.Context, e uint64, n int, recv []by
 func (r *reduction) oneShotHalves(ctx context.Context, send, recv []byte, root int) error {
 	a := r.a
 	me, p := a.Index(), a.Size()
-	chunk := alignDown(min(r.t.oneShotChunk, a.HalfBytes()), lineBytes)
+	chunk := oneShotChunk(a, r.t)
 	for off := 0; off < len(send); off += chunk {
 		m := min(chunk, len(send)-off)
 		e := a.Next()

@@ -14,25 +14,26 @@ import (
 
 // laneAllReduce runs an all_reduce through the two halves of the fast lane.
 func laneAllReduce(ctx context.Context, a *arena.Arena, seq uint64, send, recv []byte, dt reduce.DType, op reduce.Op, preMul float64) error {
-	e, err := StartInlineAllReduce(a, seq, send, recv, dt, op, preMul)
+	e, err := StartLaneAllReduce(a, LaneLimit(a, nil), seq, send, recv, dt, op, preMul)
 	if err != nil {
 		return err
 	}
-	return FinishInlineAllReduce(ctx, a, seq, e, recv, dt, op)
+	return FinishLaneAllReduce(ctx, a, seq, e, recv, dt, op)
 }
 
 // The halves meet AllReduce on the ranks that do not take the lane and give
 // the reference's result, bit for bit, for every dtype and op, sizes up to
-// an inline slot, in and out of place.
+// the lane's limit (inline slots, then data halves), in and out of place.
 func TestLaneHalvesMatchAllReduce(t *testing.T) {
 	for _, p := range []int{2, 3} {
 		t.Run(fmt.Sprint("p", p), func(t *testing.T) {
 			cfg := testArenaConfig("")
 			w := newWorld(t, p, cfg)
-			inline := w.arenas[0].InlineBytes()
+			inline, limit := w.arenas[0].InlineBytes(), LaneLimit(w.arenas[0], nil)
+			require.Greater(t, limit, inline)
 			for _, pair := range validPairs() {
 				dt, op := reduce.DType(pair[0]), reduce.Op(pair[1])
-				for _, n := range []int{0, 1, 7, inline / dt.Size()} {
+				for _, n := range []int{0, 1, 7, inline / dt.Size(), inline/dt.Size() + 1, limit / dt.Size()} {
 					for _, lanes := range []uint{0b01, 0b10, 0b11} { // which ranks take the lane
 						seed := uint64(n)*131 + uint64(dt)*17 + uint64(op)
 						inputs := make([][]byte, p)
@@ -83,22 +84,34 @@ func TestLaneMismatchFailsEveryRankAndKeepsArena(t *testing.T) {
 func TestLaneFinishTimesOutAndNamesThePeer(t *testing.T) {
 	w := newWorld(t, 2, testArenaConfig(""))
 	buf := make([]byte, 8)
-	e, err := StartInlineAllReduce(w.arenas[0], 1, buf, buf, reduce.Float32, reduce.Sum, 0)
+	e, err := StartLaneAllReduce(w.arenas[0], LaneLimit(w.arenas[0], nil), 1, buf, buf, reduce.Float32, reduce.Sum, 0)
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
-	err = FinishInlineAllReduce(ctx, w.arenas[0], 1, e, buf, reduce.Float32, reduce.Sum)
+	err = FinishLaneAllReduce(ctx, w.arenas[0], 1, e, buf, reduce.Float32, reduce.Sum)
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	require.Contains(t, err.Error(), "peer rank 1")
 	require.ErrorIs(t, Barrier(context.Background(), w.arenas[0], 2), arena.ErrBroken)
 }
 
-func TestLaneRefusesWhatIsNotInline(t *testing.T) {
+func TestLaneRefusesWhatTakesMoreThanOneEpoch(t *testing.T) {
 	w := newWorld(t, 2, testArenaConfig(""))
-	big := make([]byte, w.arenas[0].InlineBytes()+4)
-	_, err := StartInlineAllReduce(w.arenas[0], 1, big, big, reduce.Float32, reduce.Sum, 0)
+	a := w.arenas[0]
+	limit := LaneLimit(a, nil)
+	big := make([]byte, limit+4)
+	_, err := StartLaneAllReduce(a, limit, 1, big, big, reduce.Float32, reduce.Sum, 0)
 	require.ErrorIs(t, err, errInvalid())
-	_, err = StartInlineAllReduce(w.arenas[0], 1, make([]byte, 8), make([]byte, 8), reduce.Float32, reduce.Bxor, 0)
+	_, err = StartLaneAllReduce(a, limit, 1, make([]byte, 8), make([]byte, 8), reduce.Float32, reduce.Bxor, 0)
 	require.ErrorIs(t, err, errInvalid())
 	w.runOK(t, func(ctx context.Context, a *arena.Arena, _ int, seq uint64) error { return Barrier(ctx, a, seq) })
+}
+
+// The lane's limit is where AllReduceWith leaves one epoch: the single-copy
+// range with a SingleCopy state, one chunk of the data halves without.
+func TestLaneLimit(t *testing.T) {
+	w := newWorld(t, 2, arena.Config{})
+	a, tu := w.arenas[0], defaultTuning()
+	require.Equal(t, tu.singleCopyMin-1, LaneLimit(a, NewSingleCopy(true)))
+	require.Equal(t, oneShotChunk(a, tu), LaneLimit(a, nil))
+	require.Equal(t, -1, LaneLimit(nil, nil))
 }

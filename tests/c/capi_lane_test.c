@@ -5,8 +5,9 @@
  *
  *   capi_lane_test RANK NRANKS RENDEZVOUS_DIR MODE
  *
- * MODE "results": every dtype and reduce op at sizes 0, 1, odd and a full
- * inline slot, in and out of place, gives bitwise the result of the queued
+ * MODE "results": every dtype and reduce op at sizes 0, 1, odd, a full
+ * inline slot, a data half and either side of the lane's limit, in and out
+ * of place, gives bitwise the result of the queued
  * path (the same op issued with a work handle) and the same bytes on every
  * rank; simple sums are checked against their known values; ranks that
  * call different ops fail alike and the communicator stays usable; an op
@@ -147,12 +148,15 @@ static void checkInfo(hcclGoComm_t comm) {
 static void results(int rank, int nranks, hcclGoComm_t comm) {
   checkInfo(comm);
   long allreduces = 0;
-  enum { SLOT = 4096 };
-  unsigned char *in = malloc(SLOT + 64), *lane = malloc(SLOT + 64), *queued = malloc(SLOT + 64);
+  /* Sizes in an inline slot, in a data half, and either side of the lane's
+   * limit at the default settings (the single-copy range starts at 256 KiB). */
+  enum { SLOT = 4096, LIMIT = (256 << 10) - 1 };
+  unsigned char *in = malloc(LIMIT + 64), *lane = malloc(LIMIT + 64), *queued = malloc(LIMIT + 64);
   for (int dt = 0; dt < NDTYPES; dt++) {
     for (int op = 0; op < NOPS; op++) {
       if (!validPair(dt, op)) continue;
-      size_t counts[] = {0, 1, 7, 33, SLOT / dtypeSize[dt]};
+      size_t counts[] = {0, 1, 7, 33, SLOT / dtypeSize[dt], 3 * SLOT / dtypeSize[dt] + 1, LIMIT / dtypeSize[dt],
+                         LIMIT / dtypeSize[dt] + 1};
       for (size_t c = 0; c < sizeof counts / sizeof counts[0]; c++) {
         size_t count = counts[c], n = count * dtypeSize[dt];
         int inPlace = c % 2 == 1;
