@@ -13,6 +13,8 @@ entering its Go runtime); large ones the same path as `dist.all_reduce`.
 
 Under torch.compile it is the custom op `torch.ops.hccl_go.all_reduce_(tensor, reduce_op,
 premul_factor, group_name)`, which the graph keeps; eagerly, one call into the extension.
+torch.compile cannot read a ReduceOp object, so there `op` must be a dist.ReduceOp.<NAME>
+(PREMUL_SUM is eager only; the custom op itself takes its factor).
 """
 
 from __future__ import annotations
@@ -41,14 +43,17 @@ def all_reduce(tensor: torch.Tensor, op=dist.ReduceOp.SUM, group: dist.ProcessGr
 
 
 def _all_reduce_op(tensor: torch.Tensor, op, group: dist.ProcessGroup | None) -> None:
-    """The custom op's form: the group by name, the reduce op by number and factor."""
+    """The custom op's form: the group by name, the reduce op by number."""
     if group is None:
         group = dist.group.WORLD
-    factor = 1.0
-    if isinstance(op, dist.ReduceOp):  # a ReduceOp object (PREMUL_SUM carries its factor)
-        factor = float(op.factor) if op.op == dist.ReduceOp.PREMUL_SUM else 1.0
-        op = op.op
-    torch.ops.hccl_go.all_reduce_(tensor, int(op), factor, group.group_name)
+    if not isinstance(op, dist.ReduceOp.RedOpType):
+        # A ReduceOp object (PREMUL_SUM's carries its factor): torch.compile cannot read it
+        # (every read of its op makes a new object, which fails dynamo's guard at once).
+        raise NotImplementedError(
+            "torch_hccl_go.all_reduce under torch.compile takes a dist.ReduceOp.<NAME> "
+            "(SUM, AVG, PRODUCT, MIN, MAX, BAND, BOR, BXOR); for PREMUL_SUM scale the tensor and use SUM"
+        )
+    torch.ops.hccl_go.all_reduce_(tensor, int(op), 1.0, group.group_name)
 
 
 def _explain(tensor, op, group, err: TypeError) -> None:
