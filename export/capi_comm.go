@@ -7,6 +7,7 @@ import "C"
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"unsafe"
 
@@ -163,7 +164,10 @@ func goCommInitRank(comm *C.hcclGoComm_t, nranks, rank C.int, lh C.hcclGoListene
 	if err != nil {
 		return fail(nil, err)
 	}
-	*comm = C.hcclGoComm_t(comms.put(&commEntry{c: c}))
+	e := &commEntry{c: c}
+	h := comms.put(e)
+	registerLane(h, e)
+	*comm = C.hcclGoComm_t(h)
 	return C.hcclGoSuccess
 }
 
@@ -186,7 +190,10 @@ func goCommDestroy(h C.hcclGoComm_t) (rc C.hcclGoResult_t) {
 		_, err := lookupComm(h)
 		return fail(nil, err)
 	}
-	if err := e.c.Destroy(); err != nil {
+	stopLane(uint64(h), e)
+	err := e.c.Destroy()
+	freeLane(uint64(h), e)
+	if err != nil {
 		return fail(nil, err)
 	}
 	return C.hcclGoSuccess
@@ -230,6 +237,14 @@ func goCommInfo(h C.hcclGoComm_t, buf *C.char, length C.size_t) (rc C.hcclGoResu
 	if buf == nil || length == 0 {
 		return fail(e, invalid("hcclGoCommInfo: buf is NULL or empty"))
 	}
-	copyOut(buf, length, e.c.InfoJSON())
+	info := e.c.Info()
+	if e.lane != nil {
+		info.FastLane = "c"
+	}
+	b, err := json.Marshal(info)
+	if err != nil {
+		return fail(e, err)
+	}
+	copyOut(buf, length, string(b))
 	return C.hcclGoSuccess
 }

@@ -42,7 +42,8 @@ func (t *table[T]) remove(id uint64) (T, bool) {
 }
 
 type commEntry struct {
-	c *pgbackend.Communicator
+	c    *pgbackend.Communicator
+	lane *laneReg // its C fast lane (lane.go); nil: none
 
 	mu      sync.Mutex
 	lastErr string

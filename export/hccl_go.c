@@ -10,6 +10,7 @@
 
 #include "hccl_go.h"
 #include "_cgo_export.h"
+#include "lane.h"
 
 // What makes an entry point leave its fast path, one bit each, so that every
 // call tests both with one load: the process is a child forked after the
@@ -97,18 +98,22 @@ static inline int hccl_go_needs_attention(void) {
   return __builtin_expect(__atomic_load_n(&hccl_go_attention, __ATOMIC_RELAXED) != 0, 0);
 }
 
-// Every entry point: refuse in a forked child, tell Go of exited threads,
-// count a thread's first call (maxprocs.go), refresh the thread's Go
-// processor when due (processor.go). The common case tests two words (the
-// attention bits, whether this thread is counted) and reads the clock.
-#define HCCL_GO_ENTER()                                                    \
-  do {                                                                     \
-    if (hccl_go_needs_attention()) {                                       \
-      if (hccl_go_forked()) return hcclGoInvalidUsage;                     \
-      hccl_go_notice_exits();                                              \
-    }                                                                      \
-    if (!hccl_go_thread_counted) hccl_go_count_thread();                   \
-    hccl_go_maybe_refresh();                                               \
+// What every call into Go does first (lane.c too, before it hands an op
+// over): tell Go of exited threads, count a thread's first call
+// (maxprocs.go), refresh the thread's Go processor when due
+// (processor.go). The common case tests two words (the attention bits,
+// whether this thread is counted) and reads the clock.
+__attribute__((visibility("hidden"))) void hccl_go_entering(void) {
+  if (hccl_go_needs_attention()) hccl_go_notice_exits();
+  if (!hccl_go_thread_counted) hccl_go_count_thread();
+  hccl_go_maybe_refresh();
+}
+
+// Every entry point: refuse in a forked child, then hccl_go_entering.
+#define HCCL_GO_ENTER()                                                          \
+  do {                                                                           \
+    if (hccl_go_needs_attention() && hccl_go_forked()) return hcclGoInvalidUsage; \
+    hccl_go_entering();                                                          \
   } while (0)
 
 void hcclGoInvokeCallback(hcclGoCallback_t cb, void* userData, hcclGoWork_t work, hcclGoResult_t status,
@@ -211,9 +216,16 @@ hcclGoResult_t hcclGoCommTracePath(hcclGoComm_t comm, char* buf, size_t len) {
   return goCommTracePath(comm, buf, len);
 }
 
+// A blocking all_reduce first tries the C fast lane (lane.c), which runs it
+// without entering Go when the communicator's stream is idle.
 hcclGoResult_t hcclGoAllReduce(const void* sendbuff, void* recvbuff, size_t count, hcclGoDataType_t datatype,
                                hcclGoRedOp_t op, double preMulScalar, hcclGoComm_t comm, int stream,
                                hcclGoWork_t* work) {
+  hcclGoResult_t r;
+  if (work == NULL && !hccl_go_forked() &&
+      hg_lane_allreduce(sendbuff, recvbuff, count, datatype, op, preMulScalar, comm, stream, &r)) {
+    return r;
+  }
   HCCL_GO_ENTER();
   return goAllReduce((void*)sendbuff, recvbuff, count, datatype, op, preMulScalar, comm, stream, work);
 }

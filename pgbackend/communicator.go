@@ -11,8 +11,6 @@ import (
 	"sync"
 	"time"
 
-	"go.uber.org/atomic"
-
 	"github.com/hccl-go/hccl-go/collectives"
 	"github.com/hccl-go/hccl-go/collectives/hier"
 	"github.com/hccl-go/hccl-go/collectives/intra"
@@ -46,7 +44,9 @@ type Communicator struct {
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 
-	seq     atomic.Uint64      // collective sequence number, identical across ranks
+	// lane holds the collective sequence number (identical across ranks)
+	// and what the fast lane shares with C (lane.go).
+	lane    *laneState
 	issueMu sync.Mutex         // taking seq and queuing the op are one step
 	sched   *streams.Scheduler // runs the collective streams (streams.go)
 	streams []*streams.Stream
@@ -80,7 +80,7 @@ func New(ep transport.Endpoint, cfg Config, transports []string) *Communicator {
 	c := &Communicator{
 		rank: ep.Rank(), size: ep.Size(), cfg: cfg, ep: ep, transports: transports,
 		globalNote: globalRanksNote(cfg.GlobalRanks),
-		ctx:        ctx, cancel: cancel, reliability: newReliability(cfg),
+		ctx:        ctx, cancel: cancel, reliability: newReliability(cfg), lane: &laneState{},
 	}
 	c.ep, c.stats = countTraffic(ep)
 	c.newStreams()
@@ -100,11 +100,13 @@ func (c *Communicator) Config() Config { return c.cfg }
 // Abort fails every pending and later op at once and closes the links. The
 // communicator must still be destroyed.
 func (c *Communicator) Abort() {
+	c.stopLane()
 	c.cancel(ErrAborted)
 	_ = c.ep.Close()
 	if c.mon != nil {
 		_ = c.mon.ep.Close() // the TCP links, when data went through shared memory
 	}
+	c.waitLane() // ops in the fast lane may still touch the arenas
 	for _, a := range c.arenas {
 		if a != nil {
 			_ = a.Close() // wakes waiters in shared memory too
@@ -123,6 +125,7 @@ func (c *Communicator) Destroy() error {
 	}
 	c.destroyed = true
 	c.mu.Unlock()
+	c.stopLane()
 
 	drained := make(chan struct{})
 	go func() {
@@ -141,6 +144,7 @@ func (c *Communicator) Destroy() error {
 		<-drained
 	}
 	c.cancel(ErrAborted)
+	c.waitLane() // ops in the fast lane may still touch the arenas
 	if c.mon != nil {
 		c.mon.stop()
 	}
@@ -183,10 +187,13 @@ func (c *Communicator) submitCollective(stream int, op opDesc, body func(ctx con
 	// Taking the sequence number and queuing the op happen together: two
 	// threads issuing at once (e.g. Future callbacks, as PowerSGD does)
 	// must not queue in the opposite order of their numbers, or ranks would
-	// run different ops against each other.
+	// run different ops against each other. The fast lane takes its number
+	// under the same lock (lane.go; from C, the spin lock alone).
 	c.issueMu.Lock()
 	defer c.issueMu.Unlock()
-	op.Seq, op.Stream, op.Route = c.seq.Inc(), stream, "messages"
+	c.lane.issue.Lock()
+	defer c.lane.issue.Unlock()
+	op.Seq, op.Stream, op.Route = c.lane.seq.Add(1), stream, "messages"
 	switch {
 	case c.arenaFor(stream, collectives.Options{Algo: op.Algo}) != nil:
 		op.Route = "arena"
@@ -198,4 +205,4 @@ func (c *Communicator) submitCollective(stream int, op opDesc, body func(ctx con
 }
 
 // SequenceNumber is the number of collectives issued so far.
-func (c *Communicator) SequenceNumber() uint64 { return c.seq.Load() }
+func (c *Communicator) SequenceNumber() uint64 { return c.lane.seq.Load() }

@@ -45,6 +45,9 @@ type Config struct {
 	// SingleCopy lets those collectives read peers' buffers directly
 	// (process_vm_readv) where the kernel allows it (intra.SingleCopy).
 	SingleCopy bool
+	// FastLane runs small blocking all_reduces of those communicators at
+	// once on the calling thread when their stream is idle (lane.go).
+	FastLane bool
 	// TopoProbe is HCCL_GO_TOPO_PROBE: "auto", "0" or "1"; TopoProbeBudget
 	// the time probing aims at.
 	TopoProbe       string
@@ -108,6 +111,8 @@ var Vars = []Var{
 		func(c *Config, v string) error { return setBool(&c.ShmCollectives, v) }},
 	{"HCCL_GO_SINGLE_COPY", "1", "`1`: the shared-memory all_reduce of 256 KiB to 1 MiB (at 2 ranks; 2 MiB/ranks beyond) reads peers' buffers directly with process_vm_readv where the kernel allows it (probed once, all ranks agree, else shared memory); `0`: always staged through shared memory.",
 		func(c *Config, v string) error { return setBool(&c.SingleCopy, v) }},
+	{"HCCL_GO_FAST_LANE", "1", "`1`: a blocking all_reduce that fits the shared-memory inline slots (4 KiB), on a communicator whose ranks share this host, runs at once on the calling thread when its stream is idle, in C without entering the Go runtime where it can (the C API called with a NULL work pointer, torch's synchronous all_reduce, `torch_hccl_go.all_reduce`); `0`: it is queued like any other op.",
+		func(c *Config, v string) error { return setBool(&c.FastLane, v) }},
 	{"HCCL_GO_TOPO_PROBE", "auto", "Link probing at init: `1` on, `0` off, `auto`: on when the ranks span several hosts and number at most 16.",
 		func(c *Config, v string) error { return setEnum(&c.TopoProbe, v, "auto", "0", "1") }},
 	{"HCCL_GO_TOPO_PROBE_MS", "500", "Time link probing aims at, in ms (4 times this plus 5 s is its hard limit).",

@@ -64,7 +64,8 @@ type reliability struct {
 }
 
 func newReliability(cfg Config) reliability {
-	return reliability{clock: streams.NewClock(), flight: newFlightRecorder(cfg.TraceSize), created: time.Now()}
+	clock := streams.NewClock()
+	return reliability{clock: clock, flight: newFlightRecorder(cfg.TraceSize, clock), created: time.Now()}
 }
 
 // failure returns why the communicator failed or was aborted, or nil.
@@ -94,6 +95,7 @@ func (c *Communicator) fail(cause error, notify bool) error {
 		c.failMu.Unlock()
 		return nil
 	}
+	c.stopLane()
 	reason := cause.Error()
 	if note := c.autoDump(cause.Error()); note != "" {
 		cause = &notedError{err: cause, note: note}
@@ -112,13 +114,13 @@ func (c *Communicator) fail(cause error, notify bool) error {
 // deadline and turns its error into the one the caller sees. It sets
 // stamps.Ended: the flight recorder needs the op's end before it returns.
 func (c *Communicator) runOp(o *commOp, stamps *streams.Stamps) (err error) {
-	defer func() { err = c.withGlobalRanks(err) }()
 	op, start := o.desc, stamps.Started
 	c.flight.start(o.id, op, start)
 	if cause := c.failure(); cause != nil {
 		err := failedError(op.name(c.rank, c.size), cause, nil)
-		c.endOp(o, stamps, err)
-		return err
+		stamps.Ended = c.clock.Now()
+		c.flight.end(o.id, op, err, stamps.Ended)
+		return c.withGlobalRanks(err)
 	}
 	var traffic *trafficCounters
 	if !o.isP2P() {
@@ -126,7 +128,15 @@ func (c *Communicator) runOp(o *commOp, stamps *streams.Stamps) (err error) {
 	}
 	o.ctx.init(c.ctx, start.Add(c.cfg.Timeout), traffic)
 	defer o.ctx.release()
-	err = o.run()
+	stamps.Ended, err = c.concludeOp(o.id, op, start, &o.ctx, o.run())
+	return err
+}
+
+// concludeOp turns the error an op ran into (nil: it succeeded) into the
+// one its caller sees, records the op's end in the flight recorder and
+// returns when that was. A collective that failed in a way that leaves the
+// ranks out of step fails the communicator. ctx is the op's context.
+func (c *Communicator) concludeOp(id uint64, op opDesc, start time.Time, ctx *opContext, err error) (time.Time, error) {
 	if err != nil && c.ctx.Err() == nil && isLinkError(err) {
 		// A broken link is often the echo of an earlier failure: the peer
 		// failed because a third rank died, told us, and left. Give the
@@ -140,33 +150,29 @@ func (c *Communicator) runOp(o *commOp, stamps *streams.Stamps) (err error) {
 	}
 	switch {
 	case err == nil:
-		c.endOp(o, stamps, nil)
-		return nil
+		ended := c.clock.Now()
+		c.flight.end(id, op, nil, ended)
+		return ended, nil
 	case c.ctx.Err() != nil:
 		err = failedError(op.name(c.rank, c.size), context.Cause(c.ctx), err)
-		c.endOp(o, stamps, err)
-		return err
-	case o.ctx.Err() == context.DeadlineExceeded:
+		ended := c.clock.Now()
+		c.flight.end(id, op, err, ended)
+		return ended, c.withGlobalRanks(err)
+	case ctx.Err() == context.DeadlineExceeded:
 		ran := c.clock.Now().Sub(start)
 		err = fmt.Errorf("%s: %w after %v (timeout %v)%s: %w", op.name(c.rank, c.size), ErrTimeout,
 			ran.Round(time.Millisecond), c.cfg.Timeout, c.stragglers(op), err)
 	default:
 		err = fmt.Errorf("%s: %w", op.name(c.rank, c.size), err)
 	}
-	c.endOp(o, stamps, err)
-	if op.Peer >= 0 || keepsCommUsable(err) {
-		return err
+	ended := c.clock.Now()
+	c.flight.end(id, op, err, ended)
+	if op.Peer < 0 && !keepsCommUsable(err) {
+		if noted := c.fail(err, true); noted != nil {
+			err = noted
+		}
 	}
-	if noted := c.fail(err, true); noted != nil {
-		return noted
-	}
-	return err
-}
-
-// endOp records the op's end, now, with err.
-func (c *Communicator) endOp(o *commOp, stamps *streams.Stamps, err error) {
-	stamps.Ended = c.clock.Now()
-	c.flight.end(o.id, o.desc, err, stamps.Ended)
+	return ended, c.withGlobalRanks(err)
 }
 
 // linkSettle is how long an op whose link to a peer broke waits for the

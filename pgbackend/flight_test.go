@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hccl-go/hccl-go/collectives/reduce"
+	"github.com/hccl-go/hccl-go/streams"
 )
 
 func TestFlightRecorderRing(t *testing.T) {
@@ -28,7 +29,7 @@ func TestFlightRecorderRing(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			r := newFlightRecorder(tc.size)
+			r := newFlightRecorder(tc.size, streams.NewClock())
 			for i := 1; i <= tc.ops; i++ {
 				op := reduction("allreduce", 4*i, reduce.Float32, reduce.Sum, -1)
 				op.Seq, op.Stream = uint64(i), StreamDefault
@@ -117,4 +118,41 @@ func TestCheckSetting(t *testing.T) {
 			assert.Equal(t, tc.want, c.Check)
 		})
 	}
+}
+
+// The ring keeps ops in words (C writes them too): every field of an op
+// must come back as it went in.
+func TestFlightRecorderKeepsEveryField(t *testing.T) {
+	clock := streams.NewClock()
+	r := newFlightRecorder(4, clock)
+	coll := reduction("reduce", 4096, reduce.BFloat16, reduce.PreMulSum, 1).withCounts([]int{3, 4})
+	coll.Seq, coll.Stream, coll.Route, coll.Algo = 7, StreamHighPriority, "messages", "ring"
+	p2p := p2pOp("recv", 16, 1, 1<<31+5)
+	ops := []opDesc{coll, p2p}
+	t0 := clock.Now()
+	var ids []uint64
+	for i, op := range ops {
+		id := r.add(op, t0.Add(time.Duration(i)))
+		r.start(id, op, t0.Add(time.Second))
+		r.end(id, op, []error{nil, errors.New("peer gone")}[i], t0.Add(2*time.Second))
+		ids = append(ids, id)
+	}
+	got, total := r.snapshot()
+	require.EqualValues(t, 2, total)
+	require.Len(t, got, 2)
+	for i, e := range got {
+		assert.Equal(t, ids[i], e.id)
+		assert.Equal(t, ops[i], e.op)
+		assert.True(t, e.enqueued.Equal(t0.Add(time.Duration(i))), "enqueued %v", e.enqueued)
+		assert.True(t, e.started.Equal(t0.Add(time.Second)))
+		assert.True(t, e.ended.Equal(t0.Add(2*time.Second)))
+	}
+	assert.Equal(t, stateDone, got[0].state)
+	assert.Empty(t, got[0].err)
+	assert.Equal(t, stateFailed, got[1].state)
+	assert.Equal(t, "peer gone", got[1].err)
+	p := r.streams()[StreamHighPriority]
+	assert.EqualValues(t, 7, p.started)
+	assert.EqualValues(t, 7, p.ended)
+	assert.True(t, p.since.IsZero())
 }

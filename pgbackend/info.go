@@ -21,6 +21,10 @@ type Info struct {
 	// GoMaxProcs is the Go runtime's GOMAXPROCS when asked: process-wide,
 	// set by the C library's policy (HCCL_GO_MAXPROCS).
 	GoMaxProcs int `json:"gomaxprocs"`
+	// FastLane is how small blocking all_reduces run (lane.go): "go" in
+	// the fast lane, "c" in the C library's fast lane (set by export),
+	// "off" queued like any op.
+	FastLane string `json:"fast_lane"`
 }
 
 // Info returns the communicator's description.
@@ -29,12 +33,16 @@ func (c *Communicator) Info() Info {
 	for op, a := range c.cfg.Algo {
 		algo[op] = string(a)
 	}
-	return Info{
+	info := Info{
 		Rank: c.rank, Size: c.size, Transports: c.transports, Addrs: c.addrs,
 		TimeoutMs: c.cfg.Timeout.Milliseconds(), Algo: algo,
 		StreamsPerPeer: c.cfg.StreamsPerPeer, ChunkBytes: c.cfg.ChunkBytes,
-		Sequence: c.seq.Load(), GoMaxProcs: runtime.GOMAXPROCS(0),
+		Sequence: c.lane.seq.Load(), GoMaxProcs: runtime.GOMAXPROCS(0), FastLane: "off",
 	}
+	if c.laneApplies() {
+		info.FastLane = "go"
+	}
+	return info
 }
 
 // InfoJSON is Info as JSON.

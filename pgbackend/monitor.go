@@ -156,7 +156,7 @@ func (m *monitor) watch(p int) {
 // progress is this rank's answer to query id.
 func (m *monitor) progress(id uint64) *ctlMsg {
 	now := time.Now()
-	r := &ctlMsg{kind: ctlReply, id: id, issued: m.c.seq.Load()}
+	r := &ctlMsg{kind: ctlReply, id: id, issued: m.c.lane.seq.Load()}
 	for i, s := range m.c.flight.streams() {
 		r.streams[i].started, r.streams[i].ended = s.started, s.ended
 		if !s.since.IsZero() {

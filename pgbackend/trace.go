@@ -85,7 +85,7 @@ func (c *Communicator) TraceJSON(reason string) []byte {
 	host, _ := os.Hostname()
 	h := traceHeader{
 		Version: TraceVersion, Job: c.jobName(), Rank: c.rank, Size: c.size, PID: os.Getpid(), Host: host,
-		Reason: reason, DumpedAt: now.UnixNano(), Issued: c.seq.Load(), TraceSize: c.cfg.TraceSize,
+		Reason: reason, DumpedAt: now.UnixNano(), Issued: c.lane.seq.Load(), TraceSize: c.cfg.TraceSize,
 		Recorded: total, TimeoutMs: c.cfg.Timeout.Milliseconds(),
 	}
 	if err := c.failure(); err != nil {

@@ -19,6 +19,13 @@ func NewClock() Clock { return Clock{epoch: time.Now()} }
 // follow steps of the wall clock made after the epoch).
 func (c Clock) Now() time.Time { return c.epoch.Add(time.Since(c.epoch)) }
 
+// Offset is how long after the clock's epoch t is: a reading in one word,
+// for records that code outside Go writes too (At reads it back).
+func (c Clock) Offset(t time.Time) time.Duration { return t.Sub(c.epoch) }
+
+// At is the time d after the clock's epoch.
+func (c Clock) At(d time.Duration) time.Time { return c.epoch.Add(d) }
+
 // IsZero reports whether c is the zero Clock (Config's default).
 func (c Clock) IsZero() bool { return c.epoch.IsZero() }
 

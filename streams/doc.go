@@ -50,6 +50,14 @@
 // free: it saves the hand-off to a worker and back, which dominates the
 // latency of small synchronous operations.
 //
+// # Holding a stream
+//
+// Stream.TryHold lets a caller run an operation of its own on the calling
+// thread, outside the scheduler, while the stream is idle: a small
+// blocking collective then costs no Work, no grant and no timer. While
+// the stream is held the scheduler starts nothing on it; operations
+// queued meanwhile start once the holder releases it (hold.go).
+//
 // # Clock readings
 //
 // Each operation is timed by three readings of its scheduler's Clock

@@ -175,7 +175,7 @@ func (s *Scheduler) dispatchLocked(now *lazyNow, grants []*task) (_ []*task, wat
 	var room [grantRoom]*task
 	ready := room[:0]
 	for _, st := range s.streams {
-		if st.running != nil || len(st.queue) == 0 {
+		if st.running != nil || len(st.queue) == 0 || st.heldLocked() {
 			continue
 		}
 		t := st.queue[0]
@@ -348,6 +348,9 @@ func (s *Scheduler) finish(t *task, err error, asWorker bool) (next *task) {
 	st.running = nil
 	if !t.light {
 		s.running--
+	}
+	if len(st.queue) == 0 {
+		st.hold.And(^holdBusy) // idle: a holder may take it (hold.go)
 	}
 	grants, watch := s.dispatchLocked(&now, room[:0])
 	if asWorker && len(grants) > 0 {

@@ -20,6 +20,7 @@ type Stream struct {
 	priority int
 	room     *room         // a place per queued or running operation: back-pressure
 	drained  chan struct{} // closed once the stream is closed and empty
+	hold     atomic.Uint32 // holdHeld, holdBusy (hold.go)
 
 	// Guarded by sched.mu.
 	queue         []*task // not started yet; queue[0] is next
@@ -192,6 +193,7 @@ func (s *Stream) enqueue(q *queued, spec taskSpec) *Work {
 	t.seq = sch.nextSeq
 	sch.nextSeq++
 	s.queue = append(s.queue, t)
+	s.hold.Or(holdBusy) // before the dispatch below looks at holdHeld
 	var room [grantRoom]*task
 	grants, watch := room[:0], []*Work(nil)
 	if s.running == nil && len(s.queue) == 1 { // only a new head changes what is ready

@@ -71,7 +71,7 @@ func (t *task) runInline() bool {
 	sch.mu.Lock()
 	if !t.granted {
 		st := t.stream
-		if st.running != nil || len(st.queue) == 0 || st.queue[0] != t ||
+		if st.running != nil || len(st.queue) == 0 || st.queue[0] != t || st.heldLocked() ||
 			t.pendingDep() != nil || !(t.light || sch.hasWorkerLocked()) {
 			sch.mu.Unlock()
 			return false

@@ -7,9 +7,12 @@
  * them). For each size: warm-up, then batches of iterations timed between
  * barriers; rank 0 prints the median time per op, algbw and busbw
  * (busbw = algbw * 2(n-1)/n, as nccl-tests defines it for all_reduce), for
- * the two ways to call: "handle" (a work handle, hcclGoWorkWait,
- * hcclGoWorkFree) and "blocking" (a NULL work pointer: the call returns
- * when the op has completed). Their batches alternate.
+ * three ways to call: "handle" (a work handle, hcclGoWorkWait,
+ * hcclGoWorkFree), "blocking, queued" (a NULL work pointer: the call
+ * returns when the op has completed; on a communicator made with
+ * fast_lane=0, so the op is queued like any other) and "blocking" (the
+ * same on a default communicator: ops that fit the arena's inline slots
+ * take the fast lane). Their batches alternate.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -63,20 +66,14 @@ static int cmpd(const void* a, const void* b) {
   return (x > y) - (x < y);
 }
 
-int main(int argc, char** argv) {
-  if (argc < 4) {
-    fprintf(stderr, "usage: capi_bench RANK NRANKS DIR [MIN MAX FACTOR]\n");
-    return 2;
-  }
-  int rank = atoi(argv[1]), nranks = atoi(argv[2]);
-  size_t minB = argc > 4 ? strtoull(argv[4], 0, 10) : 8, maxB = argc > 5 ? strtoull(argv[5], 0, 10) : 512u << 20;
-  int factor = argc > 6 ? atoi(argv[6]) : 4;
-
+/* connect joins the job's communicator number `which`, made with options
+ * (NULL: the defaults), meeting the other ranks through files in dir. */
+static hcclGoComm_t connect(int rank, int nranks, const char* dir, int which, const char* options) {
   hcclGoListener_t l;
   char addr[256], path[512], tmp[512];
   if (hcclGoListen(NULL, &l, addr, sizeof addr) != hcclGoSuccess) die("listen", 1);
-  snprintf(tmp, sizeof tmp, "%s/%d.tmp", argv[3], rank);
-  snprintf(path, sizeof path, "%s/%d.addr", argv[3], rank);
+  snprintf(tmp, sizeof tmp, "%s/%d-%d.tmp", dir, which, rank);
+  snprintf(path, sizeof path, "%s/%d-%d.addr", dir, which, rank);
   FILE* f = fopen(tmp, "w");
   fputs(addr, f);
   fclose(f);
@@ -86,22 +83,41 @@ int main(int argc, char** argv) {
   for (int i = 0; i < nranks; i++) {
     addrs[i] = calloc(1, 256);
     hosts[i] = "bench-host";  // one host: shared memory
-    snprintf(path, sizeof path, "%s/%d.addr", argv[3], i);
+    snprintf(path, sizeof path, "%s/%d-%d.addr", dir, which, i);
     while ((f = fopen(path, "r")) == NULL) usleep(10000);
     if (fgets(addrs[i], 256, f) == NULL) die("rendezvous", 1);
     fclose(f);
   }
   hcclGoComm_t comm;
   hcclGoResult_t r = hcclGoCommInitRank(&comm, nranks, rank, l, (const char* const*)addrs,
-                                        (const char* const*)hosts, "bench", NULL);
+                                        (const char* const*)hosts, "bench", options);
   if (r != hcclGoSuccess) die("init", r);
+  for (int i = 0; i < nranks; i++) free(addrs[i]);
+  return comm;
+}
+
+enum { HANDLE, QUEUED, LANE, MODES };
+
+int main(int argc, char** argv) {
+  if (argc < 4) {
+    fprintf(stderr, "usage: capi_bench RANK NRANKS DIR [MIN MAX FACTOR]\n");
+    return 2;
+  }
+  int rank = atoi(argv[1]), nranks = atoi(argv[2]);
+  size_t minB = argc > 4 ? strtoull(argv[4], 0, 10) : 8, maxB = argc > 5 ? strtoull(argv[5], 0, 10) : 512u << 20;
+  int factor = argc > 6 ? atoi(argv[6]) : 4;
+
+  hcclGoComm_t comm = connect(rank, nranks, argv[3], 0, NULL);
+  hcclGoComm_t queued = connect(rank, nranks, argv[3], 1, "fast_lane=0");
+  hcclGoComm_t on[MODES] = {comm, queued, comm};
   if (rank == 0) {
     char info[2048];
     hcclGoCommInfo(comm, info, sizeof info);
     printf("# %s\n", info);
-    printf("# %12s %12s %8s %24s %24s\n", "", "", "", "handle + wait", "blocking (NULL work)");
-    printf("# %12s %12s %8s %10s %6s %6s %10s %6s %6s\n", "size(B)", "count", "type", "time(us)", "algbw", "busbw",
-           "time(us)", "algbw", "busbw");
+    printf("# %12s %12s %8s %24s %24s %24s\n", "", "", "", "handle + wait", "blocking, queued", "blocking");
+    printf("# %12s %12s %8s", "size(B)", "count", "type");
+    for (int m = 0; m < MODES; m++) printf(" %10s %6s %6s", "time(us)", "algbw", "busbw");
+    printf("\n");
   }
   void* buf = malloc(maxB);
   memset(buf, 0, maxB);
@@ -122,18 +138,19 @@ int main(int argc, char** argv) {
       die("broadcast", 1);
     hcclGoWorkFree(w);
     iters = it32;
-    double times[2][7];
+    double times[MODES][7];
     for (int b = 0; b < 7; b++) {
-      for (int k = 0; k < 2; k++) {
-        int blocking = (b + k) % 2;  // each mode goes first in turn
-        barrier(comm);
+      for (int k = 0; k < MODES; k++) {
+        int mode = (b + k) % MODES;  // each mode goes first in turn
+        barrier(on[mode]);
+        for (int i = 0; i < 3; i++) run(allreduce, buf, count, on[mode], mode != HANDLE);  // back from the other comm
         t0 = now();
-        for (int i = 0; i < iters; i++) run(allreduce, buf, count, comm, blocking);
-        times[blocking][b] = (now() - t0) / iters;
+        for (int i = 0; i < iters; i++) run(allreduce, buf, count, on[mode], mode != HANDLE);
+        times[mode][b] = (now() - t0) / iters;
       }
     }
     if (rank == 0) printf("  %12zu %12zu %8s", bytes, count, "float32");
-    for (int mode = 0; mode < 2; mode++) {
+    for (int mode = 0; mode < MODES; mode++) {
       qsort(times[mode], 7, sizeof times[mode][0], cmpd);
       double t = times[mode][3];
       double algbw = bytes / t / 1e9, busbw = algbw * 2.0 * (nranks - 1) / nranks;
@@ -142,6 +159,7 @@ int main(int argc, char** argv) {
     if (rank == 0) printf("\n");
     fflush(stdout);
   }
+  hcclGoCommDestroy(queued);
   hcclGoCommDestroy(comm);
   return 0;
 }

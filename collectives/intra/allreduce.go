@@ -154,7 +154,7 @@ func (r *reduction) oneShotInline(ctx context.Context, send, recv []byte, root i
 func (r *reduction) oneShotHalves(ctx context.Context, send, recv []byte, root int) error {
 	a := r.a
 	me, p := a.Index(), a.Size()
-	chunk := alignDown(min(r.t.oneShotChunk, a.HalfBytes()), lineBytes)
+	chunk := oneShotChunk(a, r.t)
 	for off := 0; off < len(send); off += chunk {
 		m := min(chunk, len(send)-off)
 		e := a.Next()

@@ -5,7 +5,8 @@
 
 Public API: Options, library_path(), comm_info(group), get_backend(group),
 get_stream/set_stream/use_stream (the library stream of a group's
-collectives), __version__. `python -m torch_hccl_go.info` prints the configuration.
+collectives), all_reduce(tensor, op, group) (in place and synchronous, without
+c10d's dispatch: see direct.py), __version__. `python -m torch_hccl_go.info` prints the configuration.
 """
 
 import atexit as _atexit
@@ -20,6 +21,7 @@ check_torch_version()
 from . import _C  # noqa: E402  (loads libhccl_go.so, starting the Go runtime)
 from ._creator import register  # noqa: E402
 from .comm import comm_info, get_backend  # noqa: E402
+from .direct import all_reduce  # noqa: E402
 from .options import Options  # noqa: E402
 from .streams import get_stream, set_stream, use_stream  # noqa: E402
 from .stats import stats  # noqa: E402
@@ -34,6 +36,7 @@ _atexit.register(_C.drain_at_exit, 2000)
 __all__ = [
     "Options",
     "__version__",
+    "all_reduce",
     "comm_info",
     "dump_trace",
     "get_backend",

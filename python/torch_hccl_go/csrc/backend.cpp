@@ -117,11 +117,37 @@ std::chrono::milliseconds HcclGoBackend::timeoutOr(std::chrono::milliseconds opT
 }
 
 c10::intrusive_ptr<c10d::Work> HcclGoBackend::handOver(c10::intrusive_ptr<HcclGoWork> work) const {
-  if (work->ranBlocking() && syncReturnsNone() && !at::hasCallbacks() &&
-      !c10d::allow_inflight_collective_as_graph_input()) {
+  if (work->ranBlocking() && mayReturnNoWork()) {
     return {};
   }
   return work;
+}
+
+bool HcclGoBackend::mayReturnNoWork() const {
+  return syncReturnsNone() && !at::hasCallbacks() && !c10d::allow_inflight_collective_as_graph_input();
+}
+
+bool HcclGoBackend::allReduceNow(const at::Tensor& t, const Reduction& red, const char* op) {
+  checkNotForked(op);
+  uint64_t seq;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    checkOpenLocked(op);
+    if (coalesced_) {
+      return false;
+    }
+    seq = ++seqCollective_;
+  }
+  Buffer b = bufferOf(t);
+  hcclGoResult_t r;
+  {
+    MaybeReleaseGil nogil;
+    r = hcclGoAllReduce(b.ptr, b.ptr, b.count, b.dtype, red.op, red.preMulScalar, comm_, stream(), nullptr);
+  }
+  if (r != hcclGoSuccess) {
+    throwResult(r, comm_, "hccl_go: " + std::string(op) + " (op #" + std::to_string(seq) + ")", lastError(comm_));
+  }
+  return true;
 }
 
 bool HcclGoBackend::inForkedChild() const {

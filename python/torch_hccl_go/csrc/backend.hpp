@@ -115,6 +115,15 @@ class HcclGoBackend : public c10d::Backend {
   // communicator. Idempotent; destroy_process_group calls it.
   void shutdown() override;
 
+  // Runs an all_reduce of t, contiguous and checked, to completion right
+  // here, with no Work (the library's blocking call, whose small ops take
+  // its fast lane): for callers that wait at once and want nothing back
+  // (torch_hccl_go.all_reduce, and allreduce() when it would return no
+  // Work). Throws the op's error. Returns false, having done nothing,
+  // inside a coalescing group, whose ops must all be issued before any is
+  // waited for.
+  bool allReduceNow(const at::Tensor& t, const Reduction& red, const char* op);
+
   // hcclGoCommInfo as a JSON string.
   std::string commInfo();
   hcclGoComm_t commHandle() const {
@@ -166,6 +175,8 @@ class HcclGoBackend : public c10d::Backend {
   // record-function callbacks, which may box results, or torch.compile's
   // in-flight collective registry are active).
   c10::intrusive_ptr<c10d::Work> handOver(c10::intrusive_ptr<HcclGoWork> work) const;
+  // Whether a blocking call may return no Work (handOver's conditions).
+  bool mayReturnNoWork() const;
   // Whether a call with these options may run its ops to completion inside
   // the library call (a blocking Issue): its caller waits at once
   // (asyncOp false) with the communicator's own timeout, which bounds a

@@ -71,6 +71,9 @@ c10::intrusive_ptr<HcclGoBackend> createBackend(int rank, int size, uint64_t lis
 }
 
 }  // namespace
+
+void allReduceDirectPy(const at::Tensor& t, const c10d::ReduceOp& op, c10d::ProcessGroup& pg);  // direct.cpp
+
 }  // namespace hccl_go
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
@@ -107,5 +110,8 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
         py::call_guard<py::gil_scoped_release>(),
         "Waits (at most timeout) until no Work is in flight and every completion thread is idle; "
         "registered with atexit, so that no completion thread drops a tensor once Python finalizes.");
+  m.def("all_reduce_", &hccl_go::allReduceDirectPy, py::arg("tensor"), py::arg("op"), py::arg("group"),
+        "torch_hccl_go.all_reduce in eager mode: an in-place, blocking all_reduce on the group's communicator "
+        "(the GIL is released while it runs).");
   m.attr("HEADER_VERSION") = HCCL_GO_VERSION_CODE;
 }

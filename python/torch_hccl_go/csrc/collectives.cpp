@@ -118,6 +118,11 @@ c10::intrusive_ptr<c10d::Work> HcclGoBackend::allreduce(std::vector<at::Tensor>&
   const char* op = "all_reduce";
   at::Tensor& t = single(tensors, op, "tensor");
   Reduction red = reductionFor(opts.reduceOp, t.scalar_type(), op);
+  // A synchronous call that returns no Work needs none: the op runs in
+  // place, right here (the library's fast lane for small ones).
+  if (blocking(opts.asyncOp, opts.timeout) && t.is_contiguous() && mayReturnNoWork() && allReduceNow(t, red, op)) {
+    return {};
+  }
   auto work = newWork(c10d::OpType::ALLREDUCE, op, tensors, opts.timeout);
   {
     Issue is(*this, work, blocking(opts.asyncOp, opts.timeout));

@@ -12,4 +12,5 @@
 #include "backend.cpp"
 #include "collectives.cpp"
 #include "p2p.cpp"
+#include "direct.cpp"
 #include "bindings.cpp"

@@ -1,0 +1,109 @@
+package intra
+
+import (
+	"context"
+
+	"github.com/hccl-go/hccl-go/collectives/internal/args"
+	"github.com/hccl-go/hccl-go/collectives/reduce"
+	"github.com/hccl-go/hccl-go/transport/arena"
+)
+
+// The fast lane's all_reduce. A blocking all_reduce that AllReduceWith runs
+// as one-shot in a single epoch (pgbackend's fast lane) runs in two halves:
+// StartLaneAllReduce publishes this rank's input and posts the epoch,
+// FinishLaneAllReduce waits for the peers, checks their stamps and reduces.
+// Export's C fast lane runs both halves itself (export/lane.c) and hands
+// over to FinishLaneAllReduce only when a wait outlasts its spin, or a
+// stamp differs. The halves are exactly those of AllReduceWith (one-shot
+// inline up to an inline slot, else one-shot through the data halves in one
+// chunk, below the single-copy range), so ranks that take the lane and
+// ranks that do not meet in the same epoch, with the same stamp, and reduce
+// in the same order.
+
+// LaneLimit is the largest all_reduce, in bytes, that AllReduceWith runs on
+// a (with sc, which every rank passes or none) in one stamped epoch: the
+// fast lane runs up to it (-1: none, with fewer than two local ranks).
+// Payloads up to a.InlineBytes() lie in the inline slots, larger ones in
+// the data halves.
+func LaneLimit(a *arena.Arena, sc *SingleCopy) int {
+	if a == nil || a.Size() < 2 {
+		return -1
+	}
+	t := defaultTuning()
+	limit := min(t.oneShotLimit(a.Size()), oneShotChunk(a, t))
+	if sc != nil && t.singleCopyMin > 0 {
+		limit = min(limit, t.singleCopyMin-1)
+	}
+	return max(limit, a.InlineBytes())
+}
+
+// oneShotChunk is the most bytes oneShotHalves moves per epoch.
+func oneShotChunk(a *arena.Arena, t tuning) int {
+	return alignDown(min(t.oneShotChunk, a.HalfBytes()), lineBytes)
+}
+
+// laneBuffer is local rank j's buffer of epoch e for an n-byte lane
+// all_reduce: its inline slot or its data half.
+func laneBuffer(a *arena.Arena, j int, e uint64, n int) []byte {
+	if n <= a.InlineBytes() {
+		return a.Inline(j, e)[:n]
+	}
+	return a.Half(j, e)[:n]
+}
+
+// AllReduceStamp is the stamp the first epoch of an all_reduce of n bytes
+// carries (see stamp.go): for code outside Go that posts it.
+func AllReduceStamp(seq uint64, n int, dt reduce.DType, op reduce.Op) arena.Stamp {
+	return opStamp{kind: kindAllReduce, seq: seq, bytes: n, dt: dt, op: op, root: noRoot}.encode()
+}
+
+// CheckAllReduce returns the error AllReduce would refuse its arguments
+// with, or nil.
+func CheckAllReduce(a *arena.Arena, send, recv []byte, dt reduce.DType, op reduce.Op) error {
+	return checkAllReduce(a, send, recv, dt, op)
+}
+
+// StartLaneAllReduce is the first half of a one-epoch all_reduce (at most
+// limit = LaneLimit(a, sc) bytes): it publishes send (scaled by preMul for
+// PreMulSum) in this rank's buffer of the next epoch and posts it, and
+// returns that epoch for FinishLaneAllReduce. On error nothing was posted.
+func StartLaneAllReduce(a *arena.Arena, limit int, seq uint64, send, recv []byte, dt reduce.DType, op reduce.Op, preMul float64) (uint64, error) {
+	if err := checkAllReduce(a, send, recv, dt, op); err != nil {
+		return 0, wrapOp("allreduce", a, seq, err)
+	}
+	if n := len(send); a.Size() < 2 || n > limit {
+		return 0, wrapOp("allreduce", a, seq, args.Invalidf("%d bytes on %d ranks do not take one epoch (limit %d)", n, a.Size(), limit))
+	}
+	if err := a.Begin(seq); err != nil {
+		return 0, wrapOp("allreduce", a, seq, err)
+	}
+	r := laneReduction(a, seq, len(send), dt, op, preMul)
+	e := a.Next()
+	publish(r.dt, r.op, r.preMul, laneBuffer(a, a.Index(), e, len(send)), send)
+	postFirst(a, e, r.stamp)
+	a.End(nil)
+	return e, nil
+}
+
+// FinishLaneAllReduce is the second half: it waits until every peer has
+// posted epoch e (n = len(recv) bytes each), fails with ErrMismatch when
+// one runs another op, and reduces all buffers into recv in rank order. An
+// error other than a mismatch breaks the arena, as for AllReduce.
+func FinishLaneAllReduce(ctx context.Context, a *arena.Arena, seq, e uint64, recv []byte, dt reduce.DType, op reduce.Op) error {
+	if err := a.Begin(seq); err != nil {
+		return wrapOp("allreduce", a, seq, err)
+	}
+	n, p := len(recv), a.Size()
+	r := laneReduction(a, seq, n, dt, op, 0)
+	err := awaitFirst(ctx, a, e, r.stamp)
+	if err == nil && n > 0 {
+		reduceInto(dt, op, recv, p, func(j int) []byte { return laneBuffer(a, j, e, n) })
+		finishAvg(dt, op, recv, p)
+	}
+	endOp(a, err)
+	return wrapOp("allreduce", a, seq, err)
+}
+
+func laneReduction(a *arena.Arena, seq uint64, n int, dt reduce.DType, op reduce.Op, preMul float64) *reduction {
+	return &reduction{a: a, dt: dt, op: op, preMul: preMul, stamp: AllReduceStamp(seq, n, dt, op)}
+}

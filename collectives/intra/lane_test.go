@@ -1,0 +1,117 @@
+package intra
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/hccl-go/hccl-go/collectives/reduce"
+	"github.com/hccl-go/hccl-go/transport/arena"
+)
+
+// laneAllReduce runs an all_reduce through the two halves of the fast lane.
+func laneAllReduce(ctx context.Context, a *arena.Arena, seq uint64, send, recv []byte, dt reduce.DType, op reduce.Op, preMul float64) error {
+	e, err := StartLaneAllReduce(a, LaneLimit(a, nil), seq, send, recv, dt, op, preMul)
+	if err != nil {
+		return err
+	}
+	return FinishLaneAllReduce(ctx, a, seq, e, recv, dt, op)
+}
+
+// The halves meet AllReduce on the ranks that do not take the lane and give
+// the reference's result, bit for bit, for every dtype and op, sizes up to
+// the lane's limit (inline slots, then data halves), in and out of place.
+func TestLaneHalvesMatchAllReduce(t *testing.T) {
+	for _, p := range []int{2, 3} {
+		t.Run(fmt.Sprint("p", p), func(t *testing.T) {
+			cfg := testArenaConfig("")
+			w := newWorld(t, p, cfg)
+			inline, limit := w.arenas[0].InlineBytes(), LaneLimit(w.arenas[0], nil)
+			require.Greater(t, limit, inline)
+			for _, pair := range validPairs() {
+				dt, op := reduce.DType(pair[0]), reduce.Op(pair[1])
+				for _, n := range []int{0, 1, 7, inline / dt.Size(), inline/dt.Size() + 1, limit / dt.Size()} {
+					for _, lanes := range []uint{0b01, 0b10, 0b11} { // which ranks take the lane
+						seed := uint64(n)*131 + uint64(dt)*17 + uint64(op)
+						inputs := make([][]byte, p)
+						for r := range p {
+							inputs[r] = input(dt, op, n, r, seed)
+						}
+						want := refReduce(dt, op, testPreMul, inputs)
+						outs := make([][]byte, p)
+						w.runOK(t, func(ctx context.Context, a *arena.Arena, r int, seq uint64) error {
+							send := append([]byte(nil), inputs[r]...)
+							recv := send
+							if n%2 == 1 {
+								recv = make([]byte, len(send))
+							}
+							outs[r] = recv
+							if lanes&(1<<r) != 0 {
+								return laneAllReduce(ctx, a, seq, send, recv, dt, op, testPreMul)
+							}
+							return AllReduce(ctx, a, seq, send, recv, dt, op, testPreMul)
+						})
+						for r := range p {
+							requireSameBytes(t, want, outs[r], "%v %v n=%d lanes=%b rank %d", dt, op, n, lanes, r)
+						}
+					}
+				}
+			}
+		})
+	}
+}
+
+func TestLaneMismatchFailsEveryRankAndKeepsArena(t *testing.T) {
+	w := newWorld(t, 2, testArenaConfig(""))
+	errs := w.run(t, func(ctx context.Context, a *arena.Arena, r int, seq uint64) error {
+		buf := make([]byte, 8*(r+1)) // rank 1 sends twice as much
+		return laneAllReduce(ctx, a, seq, buf, buf, reduce.Float32, reduce.Sum, 0)
+	})
+	for r, err := range errs {
+		require.ErrorIs(t, err, ErrMismatch, "rank %d", r)
+	}
+	require.Contains(t, errs[0].Error(), "rank 1 has 16 bytes, this rank 8")
+	// Still in step: the next op works.
+	w.runOK(t, func(ctx context.Context, a *arena.Arena, _ int, seq uint64) error {
+		buf := make([]byte, 8)
+		return laneAllReduce(ctx, a, seq, buf, buf, reduce.Float32, reduce.Sum, 0)
+	})
+}
+
+func TestLaneFinishTimesOutAndNamesThePeer(t *testing.T) {
+	w := newWorld(t, 2, testArenaConfig(""))
+	buf := make([]byte, 8)
+	e, err := StartLaneAllReduce(w.arenas[0], LaneLimit(w.arenas[0], nil), 1, buf, buf, reduce.Float32, reduce.Sum, 0)
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	err = FinishLaneAllReduce(ctx, w.arenas[0], 1, e, buf, reduce.Float32, reduce.Sum)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.Contains(t, err.Error(), "peer rank 1")
+	require.ErrorIs(t, Barrier(context.Background(), w.arenas[0], 2), arena.ErrBroken)
+}
+
+func TestLaneRefusesWhatTakesMoreThanOneEpoch(t *testing.T) {
+	w := newWorld(t, 2, testArenaConfig(""))
+	a := w.arenas[0]
+	limit := LaneLimit(a, nil)
+	big := make([]byte, limit+4)
+	_, err := StartLaneAllReduce(a, limit, 1, big, big, reduce.Float32, reduce.Sum, 0)
+	require.ErrorIs(t, err, errInvalid())
+	_, err = StartLaneAllReduce(a, limit, 1, make([]byte, 8), make([]byte, 8), reduce.Float32, reduce.Bxor, 0)
+	require.ErrorIs(t, err, errInvalid())
+	w.runOK(t, func(ctx context.Context, a *arena.Arena, _ int, seq uint64) error { return Barrier(ctx, a, seq) })
+}
+
+// The lane's limit is where AllReduceWith leaves one epoch: the single-copy
+// range with a SingleCopy state, one chunk of the data halves without.
+func TestLaneLimit(t *testing.T) {
+	w := newWorld(t, 2, arena.Config{})
+	a, tu := w.arenas[0], defaultTuning()
+	require.Equal(t, tu.singleCopyMin-1, LaneLimit(a, NewSingleCopy(true)))
+	require.Equal(t, oneShotChunk(a, tu), LaneLimit(a, nil))
+	require.Equal(t, -1, LaneLimit(nil, nil))
+}

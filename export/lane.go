@@ -1,0 +1,175 @@
+package main
+
+/*
+#cgo CFLAGS: -I${SRCDIR}/../collectives/reduce
+#include <stdlib.h>
+#include "kernels.h"
+#include "lane.h"
+*/
+import "C"
+
+import (
+	"runtime"
+	"sync"
+	"time"
+	"unsafe"
+
+	"github.com/hccl-go/hccl-go/collectives/reduce"
+	"github.com/hccl-go/hccl-go/pgbackend"
+)
+
+// The C fast lane (lane.c): hcclGoAllReduce called with a NULL work
+// pointer runs the op in C, without entering the Go runtime, when the
+// communicator's fast lane applies (pgbackend/lane.go). Here a
+// communicator's lane is registered with C at init and freed at destroy,
+// and the ops C hands over are finished. C holds addresses of Go memory
+// (the communicator's lane words, flight recorder, streams' hold words,
+// arenas' epochs), so each registration pins what it hands out until the
+// lane is freed.
+
+// laneReg is one communicator's registration.
+type laneReg struct {
+	pin runtime.Pinner
+}
+
+// laneComms are the communicators with a registered lane, by handle: the
+// ops C hands over find theirs here, also while its handle is being
+// destroyed (until hg_lane_free has returned).
+var laneComms sync.Map // uint64 -> *commEntry
+
+// registerLane gives communicator h its C lane if its fast lane applies.
+func registerLane(h uint64, e *commEntry) {
+	v, ok := e.c.Lane()
+	if !ok || len(v.Streams) > C.HG_LANE_MAX_STREAMS {
+		return
+	}
+	raw := v.Streams[pgbackend.StreamDefault].Arena
+	if raw.Size > C.HG_LANE_MAX_RANKS {
+		return
+	}
+	reg := &laneReg{}
+	l := C.hg_lane_new()
+	l.comm = C.uint64_t(h)
+	l.index, l.size, l.nstreams = C.int(raw.Index), C.int(raw.Size), C.int(len(v.Streams))
+	l.inline_bytes = C.size_t(raw.InlineBytes)
+	l.spin_ns, l.yield_ns = C.longlong(raw.Spin.Nanoseconds()), C.longlong(raw.Yield.Nanoseconds())
+	l.isa = C.hg_best_isa()
+	l.issue = (*C.uint32_t)(pinned(&reg.pin, unsafe.Pointer(v.Issue)))
+	l.off = (*C.uint32_t)(pinned(&reg.pin, unsafe.Pointer(v.Off)))
+	l.seq = (*C.uint64_t)(pinned(&reg.pin, unsafe.Pointer(v.Seq)))
+	l.calls = (*C.int64_t)(pinned(&reg.pin, unsafe.Pointer(v.Calls)))
+	l.flight = (*C.uchar)(pinned(&reg.pin, v.Flight))
+	if v.Ring != nil {
+		l.ring, l.ring_len = (*C.uchar)(pinned(&reg.pin, v.Ring)), C.uint64_t(v.RingLen)
+	}
+	f := v.FlightLayout
+	l.layout = C.struct_hg_flight_layout{
+		slot_size: C.size_t(f.SlotSize), id: C.size_t(f.ID), seq: C.size_t(f.Seq), bytes: C.size_t(f.Bytes),
+		desc: C.size_t(f.Desc), state: C.size_t(f.State), root_peer: C.size_t(f.RootPeer), tag: C.size_t(f.Tag),
+		counts: C.size_t(f.Counts), enqueued: C.size_t(f.Enqueued), started: C.size_t(f.Started), ended: C.size_t(f.Ended),
+		lock: C.size_t(f.Lock), next: C.size_t(f.Next), progress: C.size_t(f.Progress),
+		progress_size: C.size_t(f.ProgressSize), progress_started: C.size_t(f.ProgressStarted),
+		progress_ended: C.size_t(f.ProgressEnded), progress_since: C.size_t(f.ProgressSince),
+	}
+	l.desc, l.desc_dtype, l.desc_op, l.desc_stream = C.uint64_t(v.Desc), C.uint(v.DescDType), C.uint(v.DescRedOp), C.uint(v.DescStream)
+	l.state_running, l.state_done = C.uint64_t(v.StateRunning), C.uint64_t(v.StateDone)
+	l.clock_base = C.longlong(clockBase(v))
+	for i, st := range v.Streams {
+		s := &l.streams[i]
+		s.hold = (*C.uint32_t)(pinned(&reg.pin, unsafe.Pointer(st.Hold)))
+		a := st.Arena
+		if a.Epoch == nil || a.Size != raw.Size || a.InlineBytes != raw.InlineBytes || st.Limit < 0 {
+			continue // no arena on this stream: Go's path
+		}
+		s.on, s.limit = 1, C.size_t(st.Limit)
+		s.epoch = (*C.uint64_t)(pinned(&reg.pin, unsafe.Pointer(a.Epoch)))
+		s.closed = (*C.uint32_t)(pinned(&reg.pin, unsafe.Pointer(a.Closed)))
+		for j := range a.Size {
+			C.hg_lane_set_rank(s, C.int(j), C.uintptr_t(a.Posted[j]), C.uintptr_t(a.Waiters[j]), C.uintptr_t(a.Bells[j]))
+			for par := range 2 {
+				C.hg_lane_set_slot(s, C.int(par), C.int(j), C.uintptr_t(a.Flags[par][j]), C.uintptr_t(a.Stamps[par][j]),
+					C.uintptr_t(a.Inline[par][j]), C.uintptr_t(a.Half[par][j]))
+			}
+		}
+	}
+	laneComms.Store(h, e)
+	if C.hg_lane_register(l) == 0 { // every place taken: Go's lane serves it
+		laneComms.Delete(h)
+		C.free(unsafe.Pointer(l))
+		reg.pin.Unpin()
+		return
+	}
+	e.lane = reg
+}
+
+// stopLane keeps new ops of communicator h out of its C lane.
+func stopLane(h uint64, e *commEntry) {
+	if e.lane != nil {
+		C.hg_lane_stop(C.uint64_t(h))
+	}
+}
+
+// freeLane frees communicator h's C lane once no op is in it; call after
+// the communicator is destroyed.
+func freeLane(h uint64, e *commEntry) {
+	if e.lane == nil {
+		return
+	}
+	C.hg_lane_free(C.uint64_t(h))
+	laneComms.Delete(h)
+	e.lane.pin.Unpin()
+	e.lane = nil
+}
+
+// pinned pins the Go object p points into and returns p.
+func pinned(pin *runtime.Pinner, p unsafe.Pointer) unsafe.Pointer {
+	pin.Pin(p)
+	return p
+}
+
+// clockBase is the CLOCK_MONOTONIC reading, in ns, at the epoch of the
+// communicator's clock, so that C's readings of that clock (ns since the
+// epoch, as the flight recorder keeps times) agree with Go's: taken
+// between two Go readings, it is off by at most half the time between them.
+func clockBase(v pgbackend.LaneView) int64 {
+	before := v.Clock.Offset(v.Clock.Now())
+	mono := int64(C.hg_lane_now_ns())
+	after := v.Clock.Offset(v.Clock.Now())
+	return mono - int64(before+(after-before)/2)
+}
+
+// goLaneFinish finishes an all_reduce that the C lane began and hands
+// over (pgbackend.FinishLaneAllReduce): its wait outlasted the spin, a
+// peer's stamp differs, or a kernel declined the reduction.
+//
+//export goLaneFinish
+func goLaneFinish(comm C.uint64_t, stream C.int, seq, id, epoch C.uint64_t, started C.int64_t, recv unsafe.Pointer, count C.size_t, dt, op C.int) (rc C.hcclGoResult_t) {
+	defer recoverPanic(&rc)
+	v, ok := laneComms.Load(uint64(comm))
+	if !ok { // cannot happen: a lane is freed only once no op is in it
+		return fail(nil, invalid("fast lane of communicator %d is gone", uint64(comm)))
+	}
+	e := v.(*commEntry)
+	d := reduce.DType(dt)
+	var buf []byte
+	if n := int(count) * d.Size(); n > 0 {
+		buf = unsafe.Slice((*byte)(recv), n)
+	}
+	err := e.c.FinishLaneAllReduce(pgbackend.LaneHandover{
+		Stream: int(stream), Seq: uint64(seq), ID: uint64(id), Epoch: uint64(epoch),
+		Started: time.Duration(started), Recv: buf, DType: d, Op: reduce.Op(op),
+	})
+	if err != nil {
+		return fail(e, err)
+	}
+	return C.hcclGoSuccess
+}
+
+// goLaneKick starts what was queued on a stream while the C lane held it.
+//
+//export goLaneKick
+func goLaneKick(comm C.uint64_t, stream C.int) {
+	if v, ok := laneComms.Load(uint64(comm)); ok {
+		v.(*commEntry).c.KickStream(int(stream))
+	}
+}

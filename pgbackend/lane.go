@@ -1,0 +1,288 @@
+package pgbackend
+
+import (
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"github.com/hccl-go/hccl-go/collectives"
+	"github.com/hccl-go/hccl-go/collectives/intra"
+	"github.com/hccl-go/hccl-go/collectives/reduce"
+	"github.com/hccl-go/hccl-go/streams"
+	"github.com/hccl-go/hccl-go/transport/arena"
+)
+
+// The fast lane. A blocking all_reduce that the arena runs in one epoch
+// (intra.LaneLimit: up to 256 KiB at 2 ranks, through the inline slots up to
+// 4 KiB, else the data halves), on a communicator whose ranks share this
+// host, runs at once on the calling thread when its stream is idle: it
+// holds the stream (the scheduler starts nothing there meanwhile,
+// streams.Stream.TryHold), takes the next sequence number, records itself
+// in the flight recorder as running, and runs the one-shot protocol in its
+// two halves (intra.StartLaneAllReduce, intra.FinishLaneAllReduce). No
+// Work, no scheduler lock, no timer, no allocation. The op is the same as when queued: same sequence number, same
+// epochs and stamp (so ranks that take the lane meet ranks that do not, and
+// a rank that calls another op fails alike), the op's deadline, failure
+// handling and errors (concludeOp), flight record and traffic count.
+//
+// Export's C fast lane (export/lane.c) does the same in C, without
+// entering the Go runtime: on the words of laneState, the stream's hold
+// word, the arena's raw view and the flight recorder (Lane hands it their
+// addresses). When a wait outlasts its spin, or a stamp differs, it hands
+// the op over to FinishLaneAllReduce, which finishes it here.
+//
+// The lane applies when the settings leave all_reduce to the arena
+// (HCCL_GO_FAST_LANE on, HCCL_GO_ALGO auto or shm, no HCCL_GO_CHECK, no
+// HCCL_GO_STREAM_WORKERS budget, which a caller's thread would bypass), and
+// not after the communicator failed, was aborted or destroyed (off).
+// Abort and Destroy wait for ops in the lane before they unmap the arenas.
+
+// laneState holds the words the C fast lane shares with the communicator.
+// Export keeps it from moving while C holds their addresses
+// (runtime.Pinner).
+type laneState struct {
+	// issue is taken, under issueMu, when an op takes its sequence number
+	// and is queued; the C lane takes it alone, and falls back to Go's
+	// path when it finds it taken.
+	issue spinLock
+	// off is non-zero once no op may take the lane: the communicator failed,
+	// was aborted or destroyed.
+	off atomic.Uint32
+	// seq is the collective sequence number, identical across ranks.
+	seq atomic.Uint64
+}
+
+// laneOn reports whether the settings let all_reduce take the fast lane.
+func (c *Communicator) laneOn() bool {
+	a := c.cfg.AlgoFor("allreduce")
+	return c.cfg.FastLane && !c.cfg.Check && c.cfg.StreamWorkers == 0 && (a == collectives.Auto || a == "shm")
+}
+
+// laneApplies reports whether all_reduces of this communicator may ever
+// take the fast lane: its ranks share this host and the settings allow it.
+func (c *Communicator) laneApplies() bool {
+	return c.laneOn() && c.laneLimit(StreamDefault) >= 0
+}
+
+// laneLimit is the largest all_reduce (bytes) that takes the lane on
+// stream i (-1: none).
+// Only an arena of every rank of the communicator can carry it: in a
+// multi-host communicator the arena holds this host's ranks alone.
+func (c *Communicator) laneLimit(i int) int {
+	if a := c.arenas[i]; a == nil || a.Size() != c.size {
+		return -1
+	}
+	return intra.LaneLimit(c.arenas[i], c.singleCopy[i])
+}
+
+// laneArena returns the arena of stream and its lane limit when an
+// all_reduce of n bytes there may take the lane (besides the stream's
+// hold).
+func (c *Communicator) laneArena(stream, n int) (*arena.Arena, int) {
+	if stream < 0 || stream >= len(c.streams) || !c.laneOn() || c.lane.off.Load() != 0 {
+		return nil, 0
+	}
+	if limit := c.laneLimit(stream); n <= limit {
+		return c.arenas[stream], limit
+	}
+	return nil, 0
+}
+
+// stopLane keeps ops from taking the fast lane from now on.
+func (c *Communicator) stopLane() { c.lane.off.Store(1) }
+
+// waitLane waits until no op is in the fast lane (which holds its
+// stream): ops that took it before stopLane end quickly once the
+// communicator's context is cancelled.
+func (c *Communicator) waitLane() {
+	for _, st := range c.streams {
+		for st.Held() {
+			time.Sleep(20 * time.Microsecond)
+		}
+	}
+}
+
+// KickStream starts what was queued on stream i while the C lane held it
+// (streams.Stream.Kick).
+func (c *Communicator) KickStream(i int) { c.streams[i].Kick() }
+
+// laneOp is an all_reduce in the fast lane.
+type laneOp struct {
+	desc  opDesc
+	id    uint64    // its flight recorder entry
+	start time.Time // when it started
+}
+
+// laneDesc describes an all_reduce of the fast lane.
+func (c *Communicator) laneDesc(seq uint64, stream, n int, dt reduce.DType, op reduce.Op) opDesc {
+	d := reduction("allreduce", n, dt, op, -1)
+	d.Seq, d.Stream, d.Route, d.Algo = seq, stream, "arena", c.cfg.AlgoFor("allreduce")
+	return d
+}
+
+// AllReduceNow runs an all_reduce at once on the calling thread, in the
+// fast lane, when it may take it: it returns the op's status with ran
+// true. Otherwise it does nothing and returns ran false; the caller then
+// issues the op as usual (AllReduce). Arguments that AllReduce would
+// refuse never take the lane.
+func (c *Communicator) AllReduceNow(send, recv []byte, dt reduce.DType, op reduce.Op, preMul float64, stream int) (ran bool, err error) {
+	a, limit := c.laneArena(stream, len(send))
+	if a == nil || c.checkReduction("allreduce", dt, op, send, recv, len(send)) != nil ||
+		intra.CheckAllReduce(a, send, recv, dt, op) != nil {
+		return false, nil
+	}
+	st := c.streams[stream]
+	c.issueMu.Lock()
+	c.lane.issue.Lock()
+	held := st.TryHold()
+	var seq uint64
+	if held {
+		seq = c.lane.seq.Add(1)
+	}
+	c.lane.issue.Unlock()
+	c.issueMu.Unlock()
+	if !held {
+		return false, nil
+	}
+	lo := laneOp{desc: c.laneDesc(seq, stream, len(send), dt, op), start: c.clock.Now()}
+	lo.id = c.flight.addRunning(lo.desc, lo.start)
+	c.stats.call("allreduce")
+	e, err := intra.StartLaneAllReduce(a, limit, seq, send, recv, dt, op, preMul)
+	if err != nil {
+		return true, c.endLane(lo, nil, err)
+	}
+	return true, c.finishLane(lo, a, e, recv)
+}
+
+// LaneHandover is an all_reduce that export's C fast lane began and hands
+// over to FinishLaneAllReduce: it holds Stream, took sequence number Seq,
+// recorded itself in the flight recorder as entry ID, running since
+// Started (after the communicator's clock epoch), and posted Epoch with its
+// input; Recv, DType and Op are the call's.
+type LaneHandover struct {
+	Stream  int
+	Seq, ID uint64
+	Epoch   uint64
+	Started time.Duration
+	Recv    []byte
+	DType   reduce.DType
+	Op      reduce.Op
+}
+
+// FinishLaneAllReduce finishes an all_reduce that the C fast lane began
+// (LaneHandover): it waits for the peers within the op's deadline, checks
+// their stamps, reduces, records the op's end and lets go of the stream.
+// Its error is the one the op would have had on the queued path.
+func (c *Communicator) FinishLaneAllReduce(h LaneHandover) error {
+	lo := laneOp{desc: c.laneDesc(h.Seq, h.Stream, len(h.Recv), h.DType, h.Op), id: h.ID, start: c.clock.At(h.Started)}
+	return c.finishLane(lo, c.arenas[h.Stream], h.Epoch, h.Recv)
+}
+
+// finishLane runs the second half of a fast-lane all_reduce whose input
+// is posted in epoch e, and ends it.
+func (c *Communicator) finishLane(lo laneOp, a *arena.Arena, e uint64, recv []byte) error {
+	var ctx opContext
+	ctx.init(c.ctx, lo.start.Add(c.cfg.Timeout), c.stats.kind("allreduce"))
+	defer ctx.release()
+	return c.endLane(lo, &ctx, intra.FinishLaneAllReduce(&ctx, a, lo.desc.Seq, e, recv, lo.desc.DType, lo.desc.RedOp))
+}
+
+// endLane ends a fast-lane op with err (concludeOp) and lets go of its
+// stream; ctx is the op's context (nil: it never got one).
+func (c *Communicator) endLane(lo laneOp, ctx *opContext, err error) error {
+	if ctx == nil {
+		ctx = &opContext{}
+		ctx.init(c.ctx, lo.start.Add(c.cfg.Timeout), nil)
+	}
+	_, err = c.concludeOp(lo.id, lo.desc, lo.start, ctx, err)
+	c.streams[lo.desc.Stream].Release()
+	return err
+}
+
+// LaneView is what export's C fast lane works on: the addresses of the
+// words it shares with this communicator (see the top of this file). They
+// are Go memory: the caller keeps it from moving or being freed while C
+// holds them (runtime.Pinner on each pointer), and must be done with them
+// when Destroy returns. Shared memory (the arenas) is given as addresses.
+type LaneView struct {
+	Issue *atomic.Uint32 // the issue lock: 0 free, 1 taken (spinLock)
+	Off   *atomic.Uint32 // non-zero: no op may take the lane
+	Seq   *atomic.Uint64 // the collective sequence number
+	// Flight is the flight recorder's shared words (lock, next id,
+	// per-stream progress) and Ring its first slot (nil: the recorder is
+	// off), RingLen slots; FlightLayout says where their fields lie.
+	Flight       unsafe.Pointer
+	Ring         unsafe.Pointer
+	RingLen      int
+	FlightLayout FlightLayout
+	// Desc is a lane op's flight record desc without its dtype, reduce op
+	// and stream (see packDesc); StateRunning and StateDone its states.
+	Desc                    uint64
+	StateRunning, StateDone uint64
+	DescDType, DescRedOp    uint
+	DescStream              uint
+	Calls                   *atomic.Int64 // all_reduce calls (Stats)
+	Clock                   streams.Clock // the times of the flight recorder
+	Streams                 []LaneStream  // by stream index
+}
+
+// LaneStream is one collective stream as the C lane sees it.
+type LaneStream struct {
+	Hold  *atomic.Uint32 // streams.Stream.HoldWord
+	Arena arena.Raw
+	Limit int // the largest all_reduce in the lane, bytes (intra.LaneLimit; -1: none)
+}
+
+// FlightLayout gives the byte offsets of the flight recorder's words:
+// within a slot (whose size is SlotSize), and within the shared words
+// (Progress is the first stream's progress, ProgressSize apart).
+type FlightLayout struct {
+	SlotSize, ID, Seq, Bytes, Desc, State, RootPeer, Tag, Counts, Enqueued, Started, Ended uintptr
+	Lock, Next, Progress, ProgressSize, ProgressStarted, ProgressEnded, ProgressSince      uintptr
+}
+
+// Lane returns the view of the fast lane for code outside Go, or ok false
+// when the lane never applies to this communicator (its ranks are not all
+// on this host, or the settings keep all_reduce off it).
+func (c *Communicator) Lane() (v LaneView, ok bool) {
+	if !c.laneApplies() {
+		return LaneView{}, false
+	}
+	f := c.flight
+	v = LaneView{
+		Issue: &c.lane.issue.w, Off: &c.lane.off, Seq: &c.lane.seq,
+		Flight: unsafe.Pointer(f.sh), RingLen: len(f.ring), FlightLayout: flightLayout(),
+		StateRunning: uint64(stateRunning), StateDone: uint64(stateDone),
+		DescDType: descDType, DescRedOp: descRedOp, DescStream: descStream,
+		Calls: &c.stats.kind("allreduce").calls, Clock: c.clock,
+	}
+	if len(f.ring) > 0 {
+		v.Ring = unsafe.Pointer(&f.ring[0])
+	}
+	d := c.laneDesc(0, StreamDefault, 0, 0, 0)
+	d.DType, d.RedOp, d.Stream = -1, -1, -1 // their bytes are the C lane's to fill
+	v.Desc = f.names.pack(d)
+	for i, st := range c.streams {
+		ls := LaneStream{Hold: st.HoldWord(), Limit: c.laneLimit(i)}
+		if a := c.arenas[i]; a != nil {
+			ls.Arena = a.Raw()
+		}
+		v.Streams = append(v.Streams, ls)
+	}
+	return v, true
+}
+
+func flightLayout() FlightLayout {
+	var s flightSlot
+	var sh flightShared
+	var p flightProgress
+	return FlightLayout{
+		SlotSize: unsafe.Sizeof(s), ID: unsafe.Offsetof(s.id), Seq: unsafe.Offsetof(s.seq),
+		Bytes: unsafe.Offsetof(s.bytes), Desc: unsafe.Offsetof(s.desc), State: unsafe.Offsetof(s.state),
+		RootPeer: unsafe.Offsetof(s.rootPeer), Tag: unsafe.Offsetof(s.tag), Counts: unsafe.Offsetof(s.counts),
+		Enqueued: unsafe.Offsetof(s.enqueued), Started: unsafe.Offsetof(s.started), Ended: unsafe.Offsetof(s.ended),
+		Lock: unsafe.Offsetof(sh.lock), Next: unsafe.Offsetof(sh.next), Progress: unsafe.Offsetof(sh.progress),
+		ProgressSize: unsafe.Sizeof(p), ProgressStarted: unsafe.Offsetof(p.started),
+		ProgressEnded: unsafe.Offsetof(p.ended), ProgressSince: unsafe.Offsetof(p.since),
+	}
+}
