@@ -308,13 +308,16 @@ const (
 	descDType  = 24
 	descRedOp  = 32
 	descStream = 40
+	descWire   = 48
 )
 
-// pack encodes op's kind, route, algorithm, dtype, reduce op and stream.
+// pack encodes op's kind, route, algorithm, dtype, reduce op, stream and
+// wire compression.
 func (n *names) pack(op opDesc) uint64 {
 	return uint64(n.id(op.Kind))<<descKind | uint64(n.id(op.Route))<<descRoute |
 		uint64(n.id(string(op.Algo)))<<descAlgo | uint64(uint8(op.DType+1))<<descDType |
-		uint64(uint8(op.RedOp+1))<<descRedOp | uint64(uint8(op.Stream+1))<<descStream
+		uint64(uint8(op.RedOp+1))<<descRedOp | uint64(uint8(op.Stream+1))<<descStream |
+		uint64(n.id(string(op.Compression)))<<descWire
 }
 
 // unpack decodes what pack encoded (the other fields are the slot's own).
@@ -324,6 +327,7 @@ func (n *names) unpack(d uint64) opDesc {
 		Kind: n.name(field(descKind)), Route: n.name(field(descRoute)),
 		Algo:  collectives.Algorithm(n.name(field(descAlgo))),
 		DType: reduce.DType(field(descDType)) - 1, RedOp: reduce.Op(field(descRedOp)) - 1,
-		Stream: int(field(descStream)) - 1,
+		Stream:      int(field(descStream)) - 1,
+		Compression: collectives.Compression(n.name(field(descWire))),
 	}
 }
