@@ -20,15 +20,17 @@ import (
 )
 
 // slowNetworkFile writes a topology of hosts (the host of every rank)
-// joined by a 1 Gbit/s network, with shared memory inside each host, for
-// HCCL_GO_TOPO_FILE.
+// joined by a 100 Mbit/s network, with shared memory inside each host, for
+// HCCL_GO_TOPO_FILE. The network is slow enough that the model's choices
+// do not hang on the local copy speeds init measures (slow under the race
+// detector on a loaded machine).
 func slowNetworkFile(t *testing.T, hosts []string) string {
 	t.Helper()
 	g := topo.NewGraph(len(hosts))
 	for i, h := range hosts {
 		g.SetRank(i, topo.RankInfo{Host: h, NUMA: -1})
 		for j := range i {
-			l := topo.Link{Latency: 20 * time.Microsecond, Bandwidth: 125e6}
+			l := topo.Link{Latency: 20 * time.Microsecond, Bandwidth: 12.5e6}
 			if hosts[j] == h {
 				l = topo.Link{Latency: time.Microsecond, Bandwidth: 1.5e9}
 			}
