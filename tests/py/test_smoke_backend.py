@@ -365,7 +365,9 @@ def _gomaxprocs_threads_job(ctx) -> tuple[int, int, int]:
     def call_and_wait() -> None:
         x = torch.ones(2)
         with issue:
-            dist.all_reduce(x)
+            # A broadcast enters Go; a small all_reduce would take the C fast lane, whose
+            # threads need no Go processor.
+            dist.broadcast(x, src=0)
         alive.wait()
         looked.wait()
 

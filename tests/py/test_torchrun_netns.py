@@ -126,16 +126,16 @@ def checks_job(hosts, tmp_path_factory):
 
 def test_ranks_on_both_hosts(checks_job, hosts) -> None:
     """torchrun places ranks 0,1 on the first host and 2,3 on the second; with hccl_go they
-    talk shared memory inside a host and TCP across."""
+    talk shared memory inside a host (the arena) and TCP across."""
     host_of = [checks_job[r]["host"] for r in range(4)]
     assert host_of == [f"emulated-{hosts[0].ns}"] * 2 + [f"emulated-{hosts[1].ns}"] * 2
     if BACKEND == "hccl_go":
         transports = [checks_job[r]["info"]["transports"] for r in range(4)]
         assert transports == [
-            ["self", "shm", "tcp", "tcp"],
-            ["shm", "self", "tcp", "tcp"],
-            ["tcp", "tcp", "self", "shm"],
-            ["tcp", "tcp", "shm", "self"],
+            ["self", "shm+arena", "tcp", "tcp"],
+            ["shm+arena", "self", "tcp", "tcp"],
+            ["tcp", "tcp", "self", "shm+arena"],
+            ["tcp", "tcp", "shm+arena", "self"],
         ]
     times = ", ".join(f"{k} {v:.1f} s" for k, v in checks_job[0]["seconds"].items())
     print(f"\nrank 0: init {checks_job[0]['init_s']:.1f} s; {checks_job[0]['cases']} matrix cases; {times}")
