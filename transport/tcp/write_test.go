@@ -28,9 +28,12 @@ func TestWriteStopsWhenCtxEnds(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			w, _ := tcpPair(t) // the other end never reads
 			s := &stream{conn: w}
-			ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
-			defer cancel()
 			body := make([]byte, c.size)
+			// The context starts after the allocation, and leaves the first
+			// write room on a loaded machine (a 64 MiB buffer under the race
+			// detector can take longer than a short deadline to fill).
+			ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+			defer cancel()
 			start := time.Now()
 			var err error
 			var total int64
@@ -41,7 +44,9 @@ func TestWriteStopsWhenCtxEnds(t *testing.T) {
 				total += n
 			}
 			require.Error(t, err)
-			assert.True(t, errors.Is(err, os.ErrDeadlineExceeded), "%v", err)
+			// The write that was cut reports the socket's deadline; a call
+			// that starts after ctx ended reports ctx's error.
+			assert.True(t, errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, context.DeadlineExceeded), "%v", err)
 			assert.Less(t, time.Since(start), 5*time.Second, "the write outlived its context")
 			assert.Positive(t, total)
 		})
