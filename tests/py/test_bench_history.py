@@ -28,6 +28,7 @@ class Recorder:
             compute_step=lambda: self.log.append("compute"),
             sync=lambda: self.log.append("sync"),
             same_op_iters=same_op_iters,
+            floor_op=lambda: self.log.append("floor"),
         )
 
 
@@ -44,6 +45,15 @@ def test_repetition_syncs_then_leads_in_then_times_one_op_then_one_more(name, le
     monkeypatch.setattr(history.time, "sleep", lambda s: rec.log.append(f"sleep {s:g}"))
     called, returned = history.time_one(CONDITION[name], rec.actions())
     assert rec.log == ["sync", *lead, "op", "op"]
+    assert called <= returned
+
+
+@pytest.mark.parametrize("name, lead", [("b2b", ["op"] * 3), ("idle 10ms", ["sleep 0.01"])])
+def test_floor_repetition_syncs_then_leads_in_then_times_the_floor_op(name, lead, monkeypatch):
+    rec = Recorder()
+    monkeypatch.setattr(history.time, "sleep", lambda s: rec.log.append(f"sleep {s:g}"))
+    called, returned = history.time_floor(CONDITION[name], rec.actions())
+    assert rec.log == ["sync", *lead, "floor"]
     assert called <= returned
 
 
@@ -92,6 +102,27 @@ def test_history_table_gives_each_condition_against_the_warm_median():
     assert lines[-1] == "# highest: idle 10ms at 8B, 5.00x the warm median"
 
 
+def test_history_table_gives_the_floor_and_what_goes_beyond_it():
+    """The floor row under the size is the floor after each condition against its own b2b; the last line
+    is the largest (op - floor) / warm, here idle 10ms: (50 - 30) / 10."""
+    r = Result("hccl_go", "all_reduce", "float32", "sum", -1, 2, 8, 2, 1.0)
+    r.batch_times = [10e-6] * 3
+    r.history = {
+        "b2b": [10e-6] * 3,
+        "idle 10ms": [50e-6] * 3,
+        history.floor_key("b2b"): [2e-6] * 3,
+        history.floor_key("idle 10ms"): [30e-6] * 3,
+    }
+    out = io.StringIO()
+    print_history([r], ("hccl_go",), out)
+    lines = out.getvalue().splitlines()
+    floor = next(line for line in lines if line.split()[:1] == ["floor"])
+    assert floor.split() == ["floor", "2.00", "1.00x", "30.00", "15.00x"]
+    assert lines[-1] == (
+        "# beyond the floor: at most 2.00x the warm median (idle 10ms at 8B: op 50.00 us, floor 30.00 us, warm 10.00 us)"
+    )
+
+
 def test_history_table_says_when_b2b_is_off_the_warm_median():
     r = Result("gloo", "all_reduce", "float32", "sum", -1, 2, 8, 2, 1.0)
     r.batch_times = [200e-6] * 3
@@ -124,8 +155,9 @@ def test_bench_history_short_run(tmp_path):
     assert {r["backend"] for r in rows} == {"hccl_go", "gloo"}
     for r in rows:
         assert r["status"] == "ok" and r["wrong"] == 0, r
-        assert set(r["history_us"]) == set(CONDITION), r
+        assert set(r["history_us"]) == set(CONDITION) | {history.floor_key(c) for c in CONDITION}, r
         for times in r["history_us"].values():
             assert timing.MIN_BATCHES <= len(times) <= timing.MAX_BATCHES
             assert all(t > 0 for t in times)
     assert "# history hccl_go:" in p.stdout and "# history gloo:" in p.stdout
+    assert p.stdout.count("# beyond the floor:") == 2, p.stdout

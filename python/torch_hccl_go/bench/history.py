@@ -17,6 +17,14 @@ the condition, then the timed op, then one more op, untimed, as in a loop: other
 timed op would end with its peers leaving the library for the next barrier (on the 2-core
 VM hccl_go's 8-byte b2b figure was 14.8x its warm median without that op, 0.97x with it).
 
+Each repetition of a condition also times the floor: a trivial local op (an in-place add
+on a 2-element array: torch's t.add_ for torch backends, numpy's for the MPI peer) after
+the same condition, timed on each rank alone (the slowest rank counts). It is what the
+machine charges any code after that condition: on a VM whose caches are cold after a
+few ms idle, a 2-element torch add takes 10-40x its warm time after 1-100 ms of sleep.
+A library's op that costs about the floor after a condition adds no slow state of its
+own; the report gives both (report_history.py).
+
 The op's time counts from the moment the last rank called it to the moment the last rank
 returned: max over ranks of the return time minus max over ranks of the call time.
 time.perf_counter is CLOCK_MONOTONIC on Linux, one clock for every process of a host, so
@@ -39,6 +47,13 @@ from dataclasses import dataclass
 from .timing import MAX_BATCHES, MIN_BATCHES
 
 SAME_OP, SMALL_OPS, IDLE, COMPUTE = "same_op", "small_ops", "idle", "compute"
+
+FLOOR_PREFIX = "floor "  # history key of the floor after a condition: FLOOR_PREFIX + its name
+
+
+def floor_key(condition: str) -> str:
+    """The history key of the floor measured after condition."""
+    return FLOOR_PREFIX + condition
 
 
 @dataclass(frozen=True)
@@ -68,6 +83,7 @@ class Actions:
     compute_step: Callable[[], object]  # a short matmul on this thread
     sync: Callable[[], object]  # a barrier on the control communicator
     same_op_iters: int  # SAME_OP: iterations before the timed one (at least 1)
+    floor_op: Callable[[], object]  # a trivial local op: the floor (module doc)
 
 
 def repetitions(cond: Condition, per_op_s: float, budget_s: float) -> int:
@@ -103,6 +119,16 @@ def time_one(cond: Condition, actions: Actions) -> tuple[float, float]:
     returned = time.perf_counter()
     actions.op()
     return called, returned
+
+
+def time_floor(cond: Condition, actions: Actions) -> tuple[float, float]:
+    """One repetition of the floor on this rank: (call, return) times of actions.floor_op
+    right after the condition."""
+    actions.sync()
+    lead_in(cond, actions)
+    called = time.perf_counter()
+    actions.floor_op()
+    return called, time.perf_counter()
 
 
 def busy(seconds: float, step: Callable[[], object]) -> None:

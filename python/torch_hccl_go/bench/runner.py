@@ -67,6 +67,7 @@ class Sweep:
             self.small = torch.zeros(2, dtype=torch.float32)  # zeros stay zeros, sum after sum
             self.square = torch.ones(HISTORY_COMPUTE_SIDE, HISTORY_COMPUTE_SIDE)
             self.product = torch.empty_like(self.square)
+            self.floor = torch.zeros(2)  # --history's floor op (history.py)
 
     def backend_info(self) -> dict[str, dict]:
         """What each backend reports about itself (hccl_go: transports, options)."""
@@ -100,9 +101,12 @@ class Sweep:
         return [p.result if isinstance(p, _Prepared) else p for p in prepared]
 
     def _run_history(self, ready: list[_Prepared], index: int) -> None:
-        """Single ops after each condition, the backends' repetitions interleaved; the call
-        and return times of every repetition are gathered once at the end."""
-        stamps: list[list[tuple[float, float]]] = [[] for _ in ready]  # per backend, in condition order
+        """Single ops, and the floor, after each condition, the backends' repetitions
+        interleaved; the call and return times of every repetition are gathered once at
+        the end."""
+        # Per backend, in condition order, per repetition: the op's and the floor's
+        # (call, return) times.
+        stamps: list[list[tuple[float, float]]] = [[] for _ in ready]
         reps = {}
         actions = [self._history_actions(p) for p in ready]
         for cond in history.CONDITIONS:
@@ -112,16 +116,21 @@ class Sweep:
                     b = (rep + index + k) % len(ready)
                     if rep < reps[cond.name][b]:
                         stamps[b].append(history.time_one(cond, actions[b]))
+                        stamps[b].append(history.time_floor(cond, actions[b]))
         flat = [t for per_backend in stamps for pair in per_backend for t in pair]
-        every = self._gather(flat)  # [rank][2 * repetition]
+        every = self._gather(flat)  # [rank][4 * repetition]: op call, op return, floor call, floor return
         offset = 0
         for b, p in enumerate(ready):
             for cond in history.CONDITIONS:
                 n = reps[cond.name][b]
-                called = [row[offset : offset + 2 * n : 2] for row in every]
-                returned = [row[offset + 1 : offset + 2 * n : 2] for row in every]
-                p.result.history[cond.name] = history.op_times(called, returned, self.shared_clock)
-                offset += 2 * n
+                rows = [row[offset : offset + 4 * n] for row in every]
+                p.result.history[cond.name] = history.op_times(
+                    [r[0::4] for r in rows], [r[1::4] for r in rows], self.shared_clock
+                )
+                p.result.history[history.floor_key(cond.name)] = history.op_times(
+                    [r[2::4] for r in rows], [r[3::4] for r in rows], shared_clock=False
+                )
+                offset += 4 * n
 
     def _history_actions(self, p: _Prepared) -> history.Actions:
         return history.Actions(
@@ -130,6 +139,7 @@ class Sweep:
             compute_step=lambda: torch.mm(self.square, self.square, out=self.product),
             sync=dist.barrier,  # the control group's: another communicator
             same_op_iters=max(1, p.plan.rewarm),
+            floor_op=lambda: self.floor.add_(1),
         )
 
     def _prepare(self, case: Case, backend: str, buffers: Buffers) -> _Prepared | Result:

@@ -143,6 +143,7 @@ class Sweep:
         self.world = self.comm.Get_size()
         self.shared_clock = len(set(self.control.allgather(history.host_identity()))) == 1
         self.small = np.zeros(2, DTYPE)  # --history: the 8-byte all_reduce (zeros stay zeros)
+        self.floor = np.zeros(2, DTYPE)  # --history: the floor op (history.py)
         self.square = np.ones((COMPUTE_SIDE, COMPUTE_SIDE), DTYPE)
         self.product = np.empty_like(self.square)
 
@@ -191,16 +192,20 @@ class Sweep:
             compute_step=lambda: np.matmul(self.square, self.square, out=self.product),
             sync=self.control.Barrier,
             same_op_iters=same_op_iters,
+            floor_op=lambda: np.add(self.floor, 1, out=self.floor),
         )
         out = {}
         for cond in history.CONDITIONS:
-            stamps = [
-                history.time_one(cond, actions) for _ in range(history.repetitions(cond, per_op_s, self.args.max_time))
-            ]
-            every = self.control.allgather(stamps)  # [rank][repetition] -> (called, returned)
-            called = [[c for c, _ in rank] for rank in every]
-            returned = [[r for _, r in rank] for rank in every]
-            out[cond.name] = history.op_times(called, returned, self.shared_clock)
+            stamps = []
+            for _ in range(history.repetitions(cond, per_op_s, self.args.max_time)):
+                stamps.append(history.time_one(cond, actions) + history.time_floor(cond, actions))
+            every = self.control.allgather(stamps)  # [rank][repetition] -> op and floor (called, returned)
+            out[cond.name] = history.op_times(
+                [[t[0] for t in rank] for rank in every], [[t[1] for t in rank] for rank in every], self.shared_clock
+            )
+            out[history.floor_key(cond.name)] = history.op_times(
+                [[t[2] for t in rank] for rank in every], [[t[3] for t in rank] for rank in every], False
+            )
         return out
 
     def run(self) -> list[results.Result]:
