@@ -107,11 +107,12 @@ func TestLaneRefusesWhatTakesMoreThanOneEpoch(t *testing.T) {
 }
 
 // The lane's limit is where AllReduceWith leaves one epoch: the single-copy
-// range with a SingleCopy state, one chunk of the data halves without.
+// range with a SingleCopy state, else one-shot's limit within one chunk of
+// the data halves.
 func TestLaneLimit(t *testing.T) {
 	w := newWorld(t, 2, arena.Config{})
 	a, tu := w.arenas[0], defaultTuning()
 	require.Equal(t, tu.singleCopyMin-1, LaneLimit(a, NewSingleCopy(true)))
-	require.Equal(t, oneShotChunk(a, tu), LaneLimit(a, nil))
+	require.Equal(t, min(tu.oneShotLimit(2), oneShotChunk(a, tu)), LaneLimit(a, nil))
 	require.Equal(t, -1, LaneLimit(nil, nil))
 }

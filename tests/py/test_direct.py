@@ -67,7 +67,7 @@ def _cases(world):
     for dtype in ALL_DTYPES + (torch.complex64,):
         es = torch.empty(0, dtype=dtype).element_size()
         # empty, one, odd, a full inline slot, a data half, the fast lane's limit at two
-        # ranks and past it (single-copy), the pipeline.
+        # ranks and past it (one-shot in Go), the pipeline.
         counts = [0, 1, 7, 4096 // es, 4096 // es + 1, (256 << 10) // es - 1, (256 << 10) // es + 3, 300007]
         for op in REDUCE_OPS:
             if not (op_is_valid(dtype, op) and op_is_tested(dtype, op)):
