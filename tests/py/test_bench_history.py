@@ -91,6 +91,14 @@ def test_repetitions(name, per_op_s, budget_s, want):
     assert history.repetitions(CONDITION[name], per_op_s, budget_s) == want
 
 
+def test_split_times_gives_the_op_over_ranks_and_the_floor_per_rank():
+    # One repetition: rank 1 calls the op 5 us late and returns last; its floor takes 3 us,
+    # rank 0's 2 us.
+    every = [[(100.0, 100.000020, 200.0, 200.000002)], [(100.000005, 100.000025, 300.0, 300.000003)]]
+    op, floor = history.split_times(every, shared_clock=True)
+    assert op == pytest.approx([20e-6]) and floor == pytest.approx([3e-6])
+
+
 def test_history_table_gives_each_condition_against_the_warm_median():
     r = Result("hccl_go", "all_reduce", "float32", "sum", -1, 2, 8, 2, 1.0)
     r.batch_times = [10e-6, 10e-6, 10e-6]

@@ -131,6 +131,23 @@ def time_floor(cond: Condition, actions: Actions) -> tuple[float, float]:
     return called, time.perf_counter()
 
 
+Stamps = tuple[float, float, float, float]  # one repetition: op call, op return, floor call, floor return
+STAMPS = 4  # len(Stamps)
+
+
+def time_repetition(cond: Condition, actions: Actions) -> Stamps:
+    """One repetition of cond on this rank: the op (time_one), then the floor (time_floor)."""
+    return time_one(cond, actions) + time_floor(cond, actions)
+
+
+def split_times(every: list[list[Stamps]], shared_clock: bool) -> tuple[list[float], list[float]]:
+    """Seconds of the op and of the floor in each repetition, from every rank's
+    [rank][repetition] stamps: the op by op_times' rule, the floor on each rank alone."""
+    op = op_times([[s[0] for s in rank] for rank in every], [[s[1] for s in rank] for rank in every], shared_clock)
+    floor = op_times([[s[2] for s in rank] for rank in every], [[s[3] for s in rank] for rank in every], False)
+    return op, floor
+
+
 def busy(seconds: float, step: Callable[[], object]) -> None:
     """Runs step until seconds have passed (at least once)."""
     end = time.perf_counter() + seconds

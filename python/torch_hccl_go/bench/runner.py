@@ -104,9 +104,7 @@ class Sweep:
         """Single ops, and the floor, after each condition, the backends' repetitions
         interleaved; the call and return times of every repetition are gathered once at
         the end."""
-        # Per backend, in condition order, per repetition: the op's and the floor's
-        # (call, return) times.
-        stamps: list[list[tuple[float, float]]] = [[] for _ in ready]
+        stamps: list[list[history.Stamps]] = [[] for _ in ready]  # per backend, in condition order
         reps = {}
         actions = [self._history_actions(p) for p in ready]
         for cond in history.CONDITIONS:
@@ -115,22 +113,21 @@ class Sweep:
                 for k in range(len(ready)):
                     b = (rep + index + k) % len(ready)
                     if rep < reps[cond.name][b]:
-                        stamps[b].append(history.time_one(cond, actions[b]))
-                        stamps[b].append(history.time_floor(cond, actions[b]))
-        flat = [t for per_backend in stamps for pair in per_backend for t in pair]
-        every = self._gather(flat)  # [rank][4 * repetition]: op call, op return, floor call, floor return
+                        stamps[b].append(history.time_repetition(cond, actions[b]))
+        width = history.STAMPS
+        flat = [t for per_backend in stamps for rep in per_backend for t in rep]
+        every = self._gather(flat)  # [rank][width * repetition]
         offset = 0
         for b, p in enumerate(ready):
             for cond in history.CONDITIONS:
                 n = reps[cond.name][b]
-                rows = [row[offset : offset + 4 * n] for row in every]
-                p.result.history[cond.name] = history.op_times(
-                    [r[0::4] for r in rows], [r[1::4] for r in rows], self.shared_clock
+                mine = [
+                    [tuple(row[i : i + width]) for i in range(offset, offset + width * n, width)] for row in every
+                ]
+                p.result.history[cond.name], p.result.history[history.floor_key(cond.name)] = history.split_times(
+                    mine, self.shared_clock
                 )
-                p.result.history[history.floor_key(cond.name)] = history.op_times(
-                    [r[2::4] for r in rows], [r[3::4] for r in rows], shared_clock=False
-                )
-                offset += 4 * n
+                offset += width * n
 
     def _history_actions(self, p: _Prepared) -> history.Actions:
         return history.Actions(

@@ -196,16 +196,10 @@ class Sweep:
         )
         out = {}
         for cond in history.CONDITIONS:
-            stamps = []
-            for _ in range(history.repetitions(cond, per_op_s, self.args.max_time)):
-                stamps.append(history.time_one(cond, actions) + history.time_floor(cond, actions))
-            every = self.control.allgather(stamps)  # [rank][repetition] -> op and floor (called, returned)
-            out[cond.name] = history.op_times(
-                [[t[0] for t in rank] for rank in every], [[t[1] for t in rank] for rank in every], self.shared_clock
-            )
-            out[history.floor_key(cond.name)] = history.op_times(
-                [[t[2] for t in rank] for rank in every], [[t[3] for t in rank] for rank in every], False
-            )
+            reps = history.repetitions(cond, per_op_s, self.args.max_time)
+            stamps = [history.time_repetition(cond, actions) for _ in range(reps)]
+            every = self.control.allgather(stamps)  # [rank][repetition]
+            out[cond.name], out[history.floor_key(cond.name)] = history.split_times(every, self.shared_clock)
         return out
 
     def run(self) -> list[results.Result]:
