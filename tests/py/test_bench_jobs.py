@@ -54,6 +54,37 @@ def test_slow_jobs_counts_the_cases_each_job_was_slow_at():
     assert not counts["gloo"]
 
 
+def test_a_slow_job_whose_memcpy_was_slow_alike_is_not_slow_beyond_the_machine():
+    # job 2: op and memcpy 3x (the machine); job 4: op 3x, memcpy as usual (the library);
+    # job 5: op 3x and no memcpy to tell by.
+    ops = {1: 10.0, 2: 30.0, 3: 10.0, 4: 30.0, 5: 30.0, 6: 10.0, 7: 10.0}
+    memcpy = {1: 8.0, 2: 24.0, 3: 8.0, 4: 8.0, 6: 8.0, 7: 8.0}
+    rows = []
+    for job, us in ops.items():
+        r = result("hccl_go", 8, us)
+        if job in memcpy:
+            r.memcpy_times = [memcpy[job] * 1e-6]
+        rows.append((job, r))
+    (s,) = spreads(rows)
+    assert [job for job, _ in s.slow()] == [2, 4, 5]
+    assert [job for job, _ in s.slow_beyond_machine()] == [4, 5]
+    assert dict(s.ratios)[2] == pytest.approx(1.25)
+    assert slow_jobs([s], beyond_machine=True)["hccl_go"] == {4: 1, 5: 1}
+    out = io.StringIO()
+    print_spread([s], ("hccl_go",), 7, out)
+    text = out.getvalue()
+    assert "job 2 (30.00, memcpy alike), job 4 (30.00), job 5 (30.00)" in text
+    assert "# hccl_go: slow beyond the machine (memcpy not slow alike): 2 of 7 (job 4 at 1 of 1 cases" in text
+
+
+def test_memcpy_times_round_trip_through_json():
+    r = result("hccl_go", 8, 10.0)
+    r.memcpy_times = [5e-6, 6e-6, 7e-6]
+    back = Result.from_json(r.to_json())
+    assert back.memcpy_times == pytest.approx(r.memcpy_times)
+    assert r.to_json()["memcpy_us"] == pytest.approx(6.0)
+
+
 def test_summary_result_is_the_median_over_jobs():
     job_results = [(job, result("hccl_go", 8, us, wrong=0)) for job, us in ((1, 10.0), (2, 30.0), (3, 12.0))]
     job_results.append((4, result("hccl_go", 8, None)))  # a job that could not time it
@@ -186,6 +217,9 @@ def test_bench_jobs_short_run(tmp_path):
         assert job["status"] == "ok", job
         assert [(r["backend"], r["size"]) for r in job["results"]] == [(job["name"], 8)]
         assert all(r["status"] == "ok" and r["wrong"] == 0 and r["batch_times_us"] for r in job["results"])
+        # every job times the machine's pace beside its op
+        assert all(r["memcpy_us"] > 0 and len(r["memcpy_times_us"]) >= 1 for r in job["results"])
     assert len(doc["summary"]) == 2 and all(len(r["batch_times_us"]) == 2 for r in doc["summary"])
     assert "# hccl_go: slow jobs:" in p.stdout and "# gloo: slow jobs:" in p.stdout
+    assert "# hccl_go: slow beyond the machine (memcpy not slow alike):" in p.stdout
     assert "ratio = time / hccl_go's time" in p.stdout

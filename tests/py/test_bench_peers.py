@@ -13,6 +13,7 @@ import sys
 import pytest
 from bench_cli import load, output, run_bench
 
+from torch_hccl_go.bench import history
 from torch_hccl_go.bench.config import PEER_NAMES, parse_args
 from torch_hccl_go.bench.peers import PEERS
 from torch_hccl_go.bench.peers import deepspeed as deepspeed_peer
@@ -128,7 +129,10 @@ def test_mpi_peer_short_run(tmp_path):
     (job,) = [j for j in doc["jobs"] if j["name"] == "mpi"]
     for r in job["results"]:
         assert 1 <= r["rewarm_iters"] <= r["iters_per_batch"] and len(r["batch_times_us"]) >= 3, r
-        assert len(r["history_us"]) == 6, r
+        # every condition and the floor after it (history.py)
+        conditions = [c.name for c in history.CONDITIONS]
+        assert sorted(r["history_us"]) == sorted(conditions + [history.floor_key(c) for c in conditions]), r
+        assert r["memcpy_us"] > 0, r  # the machine's pace, as the torch sweep times it
     # reduce: a torch op the MPI program does not have, shown as "-" in the side-by-side table.
     table = p.stdout[p.stdout.index("# reduce  float32  world 2: median time") :]
     assert table.splitlines()[3].split()[-2:] == ["-", "-"]

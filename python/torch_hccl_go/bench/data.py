@@ -6,6 +6,7 @@ second full-size temporary (the memory budget is 2 ranks x 2 backends x 512 MiB 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -26,6 +27,13 @@ def allocate(case: Case) -> Buffers:
     inp = torch.empty(spec.input_count(case), dtype=case.dtype)
     out = inp if spec.in_place else torch.empty(spec.output_count(case), dtype=case.dtype)
     return Buffers(inp, out)
+
+
+def memcpy_op(buffers: Buffers) -> Callable[[], object]:
+    """The machine's pace (Result.memcpy_times): a local copy of the input into a scratch
+    buffer of its size, with torch's own copy, as every rank runs it at once."""
+    scratch = torch.empty_like(buffers.input)
+    return lambda: scratch.copy_(buffers.input)
 
 
 def fill_input(case: Case, rank: int, buffers: Buffers) -> None:

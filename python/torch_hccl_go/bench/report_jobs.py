@@ -1,8 +1,10 @@
-"""--jobs: the spread table (min, median, max of the per-job medians, slow jobs) per
-(op, dtype), and per backend the jobs that were slow (spread.py)."""
+"""--jobs: the spread table (min, median, max of the per-job medians, the median and
+largest op/memcpy ratio, slow jobs) per (op, dtype), and per backend the jobs that were
+slow, and those slow beyond the machine's own pace (spread.py)."""
 
 from __future__ import annotations
 
+import statistics
 from itertools import groupby
 from typing import TextIO
 
@@ -17,11 +19,15 @@ def print_spread(spreads: list[Spread], names: tuple[str, ...], jobs: int, out: 
         group = list(group)
         print(
             f"\n# {op}  {dtype}  world {group[0].world}: each job's median time (us), over {jobs} jobs per "
-            f"library; slow = above {SLOW_FACTOR:g}x the median job",
+            f"library; slow = above {SLOW_FACTOR:g}x the median job; x memcpy: the job's time over its own "
+            "memcpy of the input (the machine's pace), median and max over jobs; 'memcpy alike': a slow job "
+            "whose memcpy was slow too",
             file=out,
         )
         print(
-            f"#{'backend':>11} {'size':>9} {'min':>10} {'median':>10} {'max':>10} {'max/min':>8}  slow jobs", file=out
+            f"#{'backend':>11} {'size':>9} {'min':>10} {'median':>10} {'max':>10} {'max/min':>8} "
+            f"{'x memcpy':>13}  slow jobs",
+            file=out,
         )
         for name in names:
             for s in (s for s in group if s.backend == name):
@@ -31,14 +37,19 @@ def print_spread(spreads: list[Spread], names: tuple[str, ...], jobs: int, out: 
 
 def spread_cells(s: Spread) -> str:
     if s.median is None:
-        return f"{'-':>10} {'-':>10} {'-':>10} {'-':>8}  not timed in any of {s.jobs} jobs"
+        return f"{'-':>10} {'-':>10} {'-':>10} {'-':>8} {'-':>13}  not timed in any of {s.jobs} jobs"
     slow = s.slow()
-    listed = ", ".join(f"job {job} ({format_us(t * 1e6)})" for job, t in slow)
+    beyond = {job for job, _ in s.slow_beyond_machine()}
+    listed = ", ".join(
+        f"job {job} ({format_us(t * 1e6)}{'' if job in beyond else ', memcpy alike'})" for job, t in slow
+    )
     text = f"{len(slow)} of {len(s.job_times)}" + (f": {listed}" if slow else "")
     if len(s.job_times) < s.jobs:
         text += f" ({s.jobs - len(s.job_times)} jobs did not time it)"
     cells = [format_us(x * 1e6) for x in (s.min, s.median, s.max)]
-    return f"{cells[0]:>10} {cells[1]:>10} {cells[2]:>10} {s.max / s.min:7.2f}x  {text}"
+    ratios = [r for _, r in s.ratios]
+    memcpy = f"{statistics.median(ratios):.2f} ({max(ratios):.2f})" if ratios else "-"
+    return f"{cells[0]:>10} {cells[1]:>10} {cells[2]:>10} {s.max / s.min:7.2f}x {memcpy:>13}  {text}"
 
 
 def print_slow_jobs(spreads: list[Spread], names: tuple[str, ...], out: TextIO) -> None:
@@ -49,14 +60,15 @@ def print_slow_jobs(spreads: list[Spread], names: tuple[str, ...], out: TextIO) 
     for s in spreads:
         cases[s.backend] = cases.get(s.backend, 0) + 1
         jobs[s.backend] = max(jobs.get(s.backend, 0), s.jobs)
-    slow = slow_jobs(spreads)
     print("#", file=out)
-    for name in names:
-        if name not in cases:
-            continue
-        counter = slow.get(name)
-        if not counter:
-            print(f"# {name}: slow jobs: 0 of {jobs[name]}", file=out)
-            continue
-        listed = ", ".join(f"job {job} at {n} of {cases[name]} cases" for job, n in sorted(counter.items()))
-        print(f"# {name}: slow jobs: {len(counter)} of {jobs[name]} ({listed})", file=out)
+    for beyond, what in ((False, "slow jobs"), (True, "slow beyond the machine (memcpy not slow alike)")):
+        slow = slow_jobs(spreads, beyond_machine=beyond)
+        for name in names:
+            if name not in cases:
+                continue
+            counter = slow.get(name)
+            if not counter:
+                print(f"# {name}: {what}: 0 of {jobs[name]}", file=out)
+                continue
+            listed = ", ".join(f"job {job} at {n} of {cases[name]} cases" for job, n in sorted(counter.items()))
+            print(f"# {name}: {what}: {len(counter)} of {jobs[name]} ({listed})", file=out)

@@ -35,6 +35,10 @@ class Result:
     batch_times: list[float] = field(default_factory=list)
     # --history: condition name -> seconds of the op in each repetition (history.py).
     history: dict[str, list[float]] = field(default_factory=dict)
+    # The machine's own pace in this job: per-iteration seconds of a few batches of a local
+    # copy of the input buffer, every rank at once, slowest rank (runner.py). A job slower
+    # than others whose memcpy was slower alike was slowed by the machine, not the library.
+    memcpy_times: list[float] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -60,6 +64,11 @@ class Result:
         a = self.algbw
         return None if a is None else a * self.bus_factor
 
+    @property
+    def memcpy_s(self) -> float | None:
+        """Median seconds of the job's memcpy (the machine's pace), None if not timed."""
+        return statistics.median(self.memcpy_times) if self.memcpy_times else None
+
     def history_median(self, condition: str) -> float | None:
         """Median seconds of the op after a --history condition, None if not measured."""
         times = self.history.get(condition)
@@ -76,6 +85,9 @@ class Result:
             d["time_us_min"] = min(d["batch_times_us"])
             d["time_us_max"] = max(d["batch_times_us"])
         del d["history"]
+        d["memcpy_times_us"] = [t * 1e6 for t in self.memcpy_times]
+        del d["memcpy_times"]
+        d["memcpy_us"] = None if self.memcpy_s is None else self.memcpy_s * 1e6
         if self.history:
             d["history_us"] = {name: [t * 1e6 for t in times] for name, times in self.history.items()}
         return d
@@ -83,8 +95,9 @@ class Result:
     @classmethod
     def from_json(cls, row: dict) -> Result:
         """The Result a to_json row was written from (a job's --json read back)."""
-        names = {f.name for f in fields(cls)} - {"batch_times", "history"}
+        names = {f.name for f in fields(cls)} - {"batch_times", "history", "memcpy_times"}
         r = cls(**{k: v for k, v in row.items() if k in names})
         r.batch_times = [t / 1e6 for t in row.get("batch_times_us", [])]
+        r.memcpy_times = [t / 1e6 for t in row.get("memcpy_times_us", [])]
         r.history = {name: [t / 1e6 for t in times] for name, times in row.get("history_us", {}).items()}
         return r

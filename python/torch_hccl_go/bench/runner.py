@@ -1,6 +1,8 @@
 """The sweep every rank runs: every backend in the same processes (backends.py), cases in
 order, and within a case the backends' batches interleaved so that noise hits all of them;
 with --history, then the single ops after each condition (history.py), interleaved too.
+A few batches of a local memcpy of the input between them record the machine's own pace
+in this job (Result.memcpy_times), so that a slow job can be told from a slow machine.
 
 Every rank must issue the same collectives in the same order, so every decision that
 depends on a measurement (n/a or not, warm-up length, batch plan) is agreed through the
@@ -19,7 +21,7 @@ import torch.distributed as dist
 from . import history, timing
 from .backends import make_backends
 from .config import BenchConfig
-from .data import Buffers, allocate, count_wrong, fill_input
+from .data import Buffers, allocate, count_wrong, fill_input, memcpy_op
 from .ops import Case, dtype_by_name, dtype_name, make_case
 from .progress import Progress
 from .results import ERROR, NOT_AVAILABLE, SKIPPED, Result
@@ -86,16 +88,24 @@ class Sweep:
         buffers = allocate(case)
         prepared = [self._prepare(case, backend, buffers) for backend in self.cfg.backends]
         ready = [p for p in prepared if isinstance(p, _Prepared)]
-        # Interleave the backends batch by batch, each going first in turn.
-        for batch in range(max((p.plan.batches for p in ready), default=0)):
+        # Interleave the backends batch by batch, each going first in turn; now and then the
+        # machine's own pace (memcpy) in between, with the first backend's batch plan.
+        batches = max((p.plan.batches for p in ready), default=0)
+        memcpy, memcpy_times = memcpy_op(buffers), []
+        for batch in range(batches):
             for k in range(len(ready)):
                 p = ready[(batch + index + k) % len(ready)]
                 if batch < p.plan.batches:
                     p.times.append(timing.time_batch(p.run, p.plan.iters_per_batch, p.barrier, p.plan.rewarm))
+            if batch in timing.memcpy_rounds(batches):
+                plan = ready[0].plan
+                memcpy_times.append(timing.time_batch(memcpy, plan.iters_per_batch, dist.barrier, plan.rewarm))
+        memcpy_times = self._max_over_ranks(memcpy_times) if ready else []
         for p in ready:
             p.result.iters_per_batch = p.plan.iters_per_batch
             p.result.rewarm_iters = p.plan.rewarm
             p.result.batch_times = self._max_over_ranks(p.times)
+            p.result.memcpy_times = memcpy_times
         if self.cfg.history and ready:
             self._run_history(ready, index)
         return [p.result if isinstance(p, _Prepared) else p for p in prepared]

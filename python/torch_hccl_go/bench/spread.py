@@ -5,6 +5,12 @@ report shows min, median and max of those per-job medians, and flags the jobs wh
 is above SLOW_FACTOR times the median job's. A library that starts some jobs in a slow
 state and stays there shows up as the same jobs slow at most sizes; noise makes a job
 slow at one size now and then.
+
+A shared machine is also slow for a while now and then, for every process on it (other
+tenants, the host's memory bandwidth). Each job times the machine's pace beside the op, a
+local memcpy of the same input (Result.memcpy_times), so a slow job is told apart: slow
+beyond the machine when its op/memcpy ratio is also above SLOW_FACTOR times the median
+job's ratio (the library's doing), slow with the machine when its memcpy was slow alike.
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ class Spread:
     world: int
     jobs: int  # jobs of this backend that reported the case, timed or not
     job_times: tuple[tuple[int, float], ...]  # (job number, median seconds) of the jobs that timed it
+    job_memcpy: tuple[tuple[int, float], ...] = ()  # (job number, its memcpy's median seconds)
 
     @property
     def times(self) -> list[float]:
@@ -54,6 +61,21 @@ class Spread:
             return []
         return [(job, t) for job, t in self.job_times if t > SLOW_FACTOR * median]
 
+    @property
+    def ratios(self) -> list[tuple[int, float]]:
+        """(job number, op time / its memcpy time) of the jobs that timed both."""
+        memcpy = dict(self.job_memcpy)
+        return [(job, t / memcpy[job]) for job, t in self.job_times if memcpy.get(job)]
+
+    def slow_beyond_machine(self) -> list[tuple[int, float]]:
+        """The slow jobs (slow()) whose op/memcpy ratio is above SLOW_FACTOR x the median
+        job's ratio too, or that have no memcpy to tell: slow by the library's doing."""
+        ratios = dict(self.ratios)
+        if not ratios:
+            return self.slow()
+        median = statistics.median(ratios.values())
+        return [(job, t) for job, t in self.slow() if job not in ratios or ratios[job] > SLOW_FACTOR * median]
+
 
 def _key(r: Result) -> tuple[str, str, str, int]:
     return (r.backend, r.op, r.dtype, r.size)
@@ -72,24 +94,26 @@ def spreads(job_results: Iterable[JobResult]) -> list[Spread]:
     out = []
     for (backend, op, dtype, size), rows in _grouped(job_results).items():
         timed = tuple((job, r.time_s) for job, r in rows if r.ok)
-        out.append(Spread(backend, op, dtype, size, rows[0][1].world, len(rows), timed))
+        memcpy = tuple((job, r.memcpy_s) for job, r in rows if r.ok and r.memcpy_s)
+        out.append(Spread(backend, op, dtype, size, rows[0][1].world, len(rows), timed, memcpy))
     return out
 
 
-def slow_jobs(all_spreads: Iterable[Spread]) -> dict[str, Counter[int]]:
-    """Per backend: job number -> at how many of its cases that job was slow."""
+def slow_jobs(all_spreads: Iterable[Spread], beyond_machine: bool = False) -> dict[str, Counter[int]]:
+    """Per backend: job number -> at how many of its cases that job was slow (beyond the
+    machine's pace only, with beyond_machine)."""
     out: dict[str, Counter[int]] = {}
     for s in all_spreads:
         counter = out.setdefault(s.backend, Counter())
-        counter.update(job for job, _ in s.slow())
+        counter.update(job for job, _ in (s.slow_beyond_machine() if beyond_machine else s.slow()))
     return out
 
 
 def summary_results(job_results: Iterable[JobResult]) -> list[Result]:
     """One Result per backend and case that stands for all of its jobs, for the tables and
     plots that take Results: its batch_times are the per-job medians (so its time is the
-    median over jobs, its min and max the fastest and slowest job), its history the per-job
-    medians of each condition, its wrong count the sum over jobs. It is ok when any job
+    median over jobs, its min and max the fastest and slowest job), its memcpy_times and
+    history the per-job medians, its wrong count the sum over jobs. It is ok when any job
     timed the case; otherwise it carries the first job's status and reason."""
     out = []
     for rows in _grouped(job_results).values():
@@ -107,6 +131,7 @@ def summary_results(job_results: Iterable[JobResult]) -> list[Result]:
                 iters_per_batch=0,
                 rewarm_iters=0,
                 batch_times=[r.time_s for r in timed],
+                memcpy_times=[r.memcpy_s for r in timed if r.memcpy_s],
                 history={name: [r.history_median(name) for r in timed if name in r.history] for name in conditions},
             )
         )

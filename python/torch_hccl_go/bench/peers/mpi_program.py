@@ -13,7 +13,8 @@ same code as hccl_go's and gloo's:
 - size: bytes of the largest buffer of one rank, count: its elements (counts.py);
 - a check of one iteration, warm-up, a steady per-iteration estimate, then batches framed
   by a barrier, each after a rewarm (timing.settle, timing.time_batch); time = median over
-  batches of the slowest rank's per-iteration time (results.py);
+  batches of the slowest rank's per-iteration time (results.py); a few batches of a local
+  copy of the input between them (timing.memcpy_rounds; numpy's copy here);
 - --history: the same conditions and per-op rule (history.py), compute bursts as numpy
   matmuls;
 - inputs v(rank, i) = (i + 3 rank) % 7 + 1, as ops.input_values; every result is checked
@@ -175,12 +176,21 @@ class Sweep:
         plan = timing.settle(
             case.run, first, args.warmup, args.iters, args.max_time, args.rewarm_ms / 1e3, self.max_over_ranks
         )
-        times = [
-            timing.time_batch(case.run, plan.iters_per_batch, self.comm.Barrier, plan.rewarm)
-            for _ in range(plan.batches)
-        ]
+        # Now and then the machine's own pace, as the torch bench times it: a local copy of
+        # the input (numpy's here), every rank at once.
+        scratch = np.empty_like(case.inp)
+
+        def memcpy() -> None:
+            np.copyto(scratch, case.inp)
+
+        times, memcpy_times = [], []
+        for batch in range(plan.batches):
+            times.append(timing.time_batch(case.run, plan.iters_per_batch, self.comm.Barrier, plan.rewarm))
+            if batch in timing.memcpy_rounds(plan.batches):
+                memcpy_times.append(timing.time_batch(memcpy, plan.iters_per_batch, self.control.Barrier, plan.rewarm))
         result.iters_per_batch, result.rewarm_iters = plan.iters_per_batch, plan.rewarm
         result.batch_times = self.max_over_ranks(times)
+        result.memcpy_times = self.max_over_ranks(memcpy_times)
         if args.history:
             result.history = self.history(case, result.time_s, max(1, plan.rewarm))
         return result
