@@ -13,6 +13,7 @@
 #                 all_gather and reduce_scatter 64 MiB;
 #                 DDP with 25 MB of float32 gradients (torch_hccl_go.overlap, MLP), then fp16;
 #                 the hierarchical all_reduce's phases (bench/hier_phases.py)
+#   2x2ddp      2x2's DDP jobs alone
 #   fastpairs8  8 hosts x 1 rank, 28 veths: pairs (0,4) (1,5) (2,6) (3,7) at 300 Mbit/s, the
 #               others at 100 Mbit/s: all_reduce 64 MiB
 #
@@ -111,7 +112,8 @@ case_single() {
   tail -n 3 "$OUT/logs/single.log" >&2
 }
 
-case_2x2() {
+# setup_2x2: hosts 0 and 1 joined by one shaped veth (see case_2x2).
+setup_2x2() {
   add_host 0
   add_host 1
   # One veth, named va at both ends (GLOO_SOCKET_IFNAME takes one exact name for every rank).
@@ -123,6 +125,10 @@ case_2x2() {
     tc -n "${TAG}h$i" qdisc add dev va root tbf rate "$RATE" burst 256kb latency 100ms
   done
   log "2x2: hosts ${TAG}h0, ${TAG}h1 joined at $RATE each way"
+}
+
+case_2x2() {
+  setup_2x2
   local m=10.231.1.1
   job 2x2_allreduce 2 2 va $m -- "${bench_args[@]}" --ops all_reduce --json "$OUT/raw/2x2_allreduce.json"
   job 2x2_allreduce_fp16 2 2 va $m HCCL_GO_COMPRESSION=fp16 -- "${bench_args[@]}" --ops all_reduce \
@@ -133,6 +139,16 @@ case_2x2() {
   job 2x2_ddp_fp16 2 2 va $m HCCL_GO_COMPRESSION=fp16 -- "${ddp_args[@]}" --json "$OUT/raw/2x2_ddp_fp16.json"
   job 2x2_phases 2 2 va $m -- "$ROOT/bench/hier_phases.py" --size 64MiB --iters "$ITERS" \
     --json "$OUT/raw/2x2_phases.json"
+  ip netns del "${TAG}h0"
+  ip netns del "${TAG}h1"
+}
+
+# case_2x2ddp: only 2x2's DDP jobs (float32, then fp16).
+case_2x2ddp() {
+  setup_2x2
+  local m=10.231.1.1
+  job 2x2_ddp 2 2 va $m -- "${ddp_args[@]}" --json "$OUT/raw/2x2_ddp.json"
+  job 2x2_ddp_fp16 2 2 va $m HCCL_GO_COMPRESSION=fp16 -- "${ddp_args[@]}" --json "$OUT/raw/2x2_ddp_fp16.json"
   ip netns del "${TAG}h0"
   ip netns del "${TAG}h1"
 }
