@@ -17,7 +17,7 @@ from torch_hccl_go.bench.compare_table import print_compare
 from torch_hccl_go.bench.config import parse_args, to_argv
 from torch_hccl_go.bench.jobs import JobSpec, run_job
 from torch_hccl_go.bench.report import in_report_order
-from torch_hccl_go.bench.report_jobs import print_spread
+from torch_hccl_go.bench.report_jobs import print_run_order, print_spread
 from torch_hccl_go.bench.results import NOT_AVAILABLE, OK, Result
 from torch_hccl_go.bench.spread import SLOW_FACTOR, slow_jobs, spreads, summary_results
 
@@ -75,6 +75,15 @@ def test_a_slow_job_whose_memcpy_was_slow_alike_is_not_slow_beyond_the_machine()
     text = out.getvalue()
     assert "job 2 (30.00, memcpy alike), job 4 (30.00), job 5 (30.00)" in text
     assert "# hccl_go: slow beyond the machine (memcpy not slow alike): 2 of 7 (job 4 at 1 of 1 cases" in text
+
+
+def test_run_order_lists_the_slow_jobs_where_they_ran():
+    rows = [(job, result("hccl_go", 8, 30.0 if job == 2 else 10.0)) for job in (1, 2, 3)]
+    rows += [(job, result("mpi", 8, 3.0 if job == 2 else 1.0)) for job in (1, 2, 3)]
+    order = [("hccl_go", 1), ("mpi", 1), ("mpi", 2), ("hccl_go", 2), ("hccl_go", 3), ("mpi", 3)]
+    out = io.StringIO()
+    print_run_order(spreads(rows), order, out)
+    assert out.getvalue() == "# slow jobs by their place in the run of 6: 3: mpi #2, 4: hccl_go #2\n"
 
 
 def test_memcpy_times_round_trip_through_json():
@@ -222,4 +231,5 @@ def test_bench_jobs_short_run(tmp_path):
     assert len(doc["summary"]) == 2 and all(len(r["batch_times_us"]) == 2 for r in doc["summary"])
     assert "# hccl_go: slow jobs:" in p.stdout and "# gloo: slow jobs:" in p.stdout
     assert "# hccl_go: slow beyond the machine (memcpy not slow alike):" in p.stdout
+    assert "# slow jobs by their place in the run of 4:" in p.stdout
     assert "ratio = time / hccl_go's time" in p.stdout

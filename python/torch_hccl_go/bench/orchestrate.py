@@ -22,7 +22,7 @@ from .plot import write_plot
 from .progress import make_progress
 from .report import exit_code, in_report_order, print_report
 from .report_history import print_history
-from .report_jobs import print_spread
+from .report_jobs import print_run_order, print_spread
 from .schedule import Schedule, job_time_limit, schedule
 from .spread import spreads, summary_results
 
@@ -54,6 +54,7 @@ def orchestrate(cfg: BenchConfig) -> int:
         by_order = {(r.backend, r.op, r.dtype, r.size): i for i, r in enumerate(summary)}
         spread = sorted(spreads(job_results), key=lambda s: by_order[(s.backend, s.op, s.dtype, s.size)])
         print_spread(spread, names, cfg.jobs, sys.stdout)
+        print_run_order(spread, [(run.spec.name, run.spec.number) for run in runs], sys.stdout)
         what = f"median over {cfg.jobs} jobs of each job's median time"
     print_compare(summary, names, sys.stdout, what)
     if cfg.history:

@@ -72,3 +72,11 @@ def print_slow_jobs(spreads: list[Spread], names: tuple[str, ...], out: TextIO) 
                 continue
             listed = ", ".join(f"job {job} at {n} of {cases[name]} cases" for job, n in sorted(counter.items()))
             print(f"# {name}: {what}: {len(counter)} of {jobs[name]} ({listed})", file=out)
+
+
+def print_run_order(spreads: list[Spread], order: list[tuple[str, int]], out: TextIO) -> None:
+    """The slow jobs by their place in the run (order: (library, job number) as the jobs
+    ran): slow periods of the machine show as neighbouring jobs of every library."""
+    slow = {(s.backend, job) for s in spreads for job, _ in s.slow()}
+    listed = [f"{i}: {name} #{job}" for i, (name, job) in enumerate(order, 1) if (name, job) in slow]
+    print(f"# slow jobs by their place in the run of {len(order)}: {', '.join(listed) or 'none'}", file=out)
