@@ -141,12 +141,10 @@ def steady_estimate(run: Callable[[], object], estimate: float, max_time: float,
     return best
 
 
-MEMCPY_BATCHES = 3  # batches of the machine's pace per case: first, middle and last round
-
-
 def memcpy_rounds(batches: int) -> set[int]:
     """The rounds of a case's batches after which its memcpy is timed (Result.memcpy_times):
-    spread over the case, so that a machine slowed for part of it shows in both."""
+    the first, middle and last, spread over the case so that a machine slowed for part of
+    it shows in both."""
     if batches <= 0:
         return set()
     return {0, batches // 2, batches - 1}
