@@ -91,13 +91,14 @@ class Sweep:
         # Interleave the backends batch by batch, each going first in turn; now and then the
         # machine's own pace (memcpy) in between, with the first backend's batch plan.
         batches = max((p.plan.batches for p in ready), default=0)
-        memcpy, memcpy_times = memcpy_op(buffers), []
+        memcpy_rounds, memcpy_times = timing.memcpy_rounds(batches), []
+        memcpy = memcpy_op(buffers) if memcpy_rounds else None  # its scratch is as large as the input
         for batch in range(batches):
             for k in range(len(ready)):
                 p = ready[(batch + index + k) % len(ready)]
                 if batch < p.plan.batches:
                     p.times.append(timing.time_batch(p.run, p.plan.iters_per_batch, p.barrier, p.plan.rewarm))
-            if batch in timing.memcpy_rounds(batches):
+            if batch in memcpy_rounds:
                 plan = ready[0].plan
                 memcpy_times.append(timing.time_batch(memcpy, plan.iters_per_batch, dist.barrier, plan.rewarm))
         memcpy_times = self._max_over_ranks(memcpy_times) if ready else []

@@ -183,10 +183,10 @@ class Sweep:
         def memcpy() -> None:
             np.copyto(scratch, case.inp)
 
-        times, memcpy_times = [], []
+        times, memcpy_times, memcpy_rounds = [], [], timing.memcpy_rounds(plan.batches)
         for batch in range(plan.batches):
             times.append(timing.time_batch(case.run, plan.iters_per_batch, self.comm.Barrier, plan.rewarm))
-            if batch in timing.memcpy_rounds(plan.batches):
+            if batch in memcpy_rounds:
                 memcpy_times.append(timing.time_batch(memcpy, plan.iters_per_batch, self.control.Barrier, plan.rewarm))
         result.iters_per_batch, result.rewarm_iters = plan.iters_per_batch, plan.rewarm
         result.batch_times = self.max_over_ranks(times)
