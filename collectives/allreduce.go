@@ -56,7 +56,7 @@ func allReduce(ctx context.Context, ep transport.Endpoint, tag transport.Tag, se
 	case RecursiveDoubling:
 		return rdAllReduce(ctx, ep, tag, src, recv, dt, op, divide)
 	case HalvingDoubling:
-		return hdAllReduce(ctx, ep, tag, src, recv, dt, op, divide)
+		return hdAllReduce(ctx, ep, tag, src, recv, dt, op, divide, o.chunkBytes(dt.Size()))
 	default:
 		return ringAllReduce(ctx, ep, tag, src, recv, dt, op, divide, o.chunkBytes(dt.Size()))
 	}

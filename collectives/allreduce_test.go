@@ -61,26 +61,30 @@ func TestAllReduceInPlace(t *testing.T) {
 
 // TestAllReducePipelined uses small chunks and buffers above the pipelining
 // threshold, so the sender and receiver goroutines run concurrently over
-// many chunks, with blocks that do not divide evenly.
+// many chunks, with blocks that do not divide evenly. For halving-doubling
+// the small chunks also make its steps overlap (ranges passed on in the
+// order of their next step).
 func TestAllReducePipelined(t *testing.T) {
 	for _, p := range []int{2, 3, 4, 5, 8} {
 		for _, chunk := range []int{1, 4096, 100000} {
 			for _, inPlace := range []bool{false, true} {
-				name := fmt.Sprintf("p%d/chunk%d/inplace=%v", p, chunk, inPlace)
-				n := 70001
-				switch {
-				case chunk == 1 && raceEnabled:
-					n = 601
-				case chunk == 1:
-					n = 3001 // one message per element
-				case raceEnabled:
-					n = 20001 // still above the threshold of the concurrent pipeline
+				for _, algo := range []collectives.Algorithm{collectives.Ring, collectives.HalvingDoubling} {
+					name := fmt.Sprintf("p%d/%s/chunk%d/inplace=%v", p, algoName(algo), chunk, inPlace)
+					n := 70001
+					switch {
+					case chunk == 1 && raceEnabled:
+						n = 601
+					case chunk == 1:
+						n = 3001 // one message per element
+					case raceEnabled:
+						n = 20001 // still above the threshold of the concurrent pipeline
+					}
+					t.Run(name, func(t *testing.T) {
+						o := collectives.Options{Algo: algo, ChunkBytes: chunk}
+						checkAllReduce(t, name, p, reduce.Int32, reduce.Sum, n, o, inPlace)
+						checkAllReduce(t, name, p, reduce.Float16, reduce.Avg, n, o, inPlace)
+					})
 				}
-				t.Run(name, func(t *testing.T) {
-					o := collectives.Options{Algo: collectives.Ring, ChunkBytes: chunk}
-					checkAllReduce(t, name, p, reduce.Int32, reduce.Sum, n, o, inPlace)
-					checkAllReduce(t, name, p, reduce.Float16, reduce.Avg, n, o, inPlace)
-				})
 			}
 		}
 	}

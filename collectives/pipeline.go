@@ -64,8 +64,10 @@ type recvItem struct {
 	buf        []byte // where the message lands
 	after      int    // sends that must have completed first
 	// When into is set, the landed message is reduced:
-	// into = buf op with, then into /= divisor if divide.
+	// into = buf op with (withFirst: with op buf), then into /= divisor
+	// if divide.
 	into, with []byte
+	withFirst  bool
 	divide     bool
 }
 
@@ -122,7 +124,11 @@ func (pl *pipeline) recv(ctx context.Context, it *recvItem) error {
 		return fmt.Errorf("%s step %d: recv from rank %d: %w", pl.name, it.step, it.peer, err)
 	}
 	if it.into != nil {
-		reduce.Reduce3(pl.dt, pl.op, it.into, it.buf, it.with)
+		a, b := it.buf, it.with
+		if it.withFirst {
+			a, b = b, a
+		}
+		reduce.Reduce3(pl.dt, pl.op, it.into, a, b)
 		if it.divide {
 			reduce.DivideBy(pl.dt, it.into, pl.divisor)
 		}
