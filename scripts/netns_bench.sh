@@ -14,6 +14,7 @@
 #                 DDP with 25 MB of float32 gradients (torch_hccl_go.overlap, MLP), then fp16;
 #                 the hierarchical all_reduce's phases (bench/hier_phases.py)
 #   2x2ddp      2x2's DDP jobs alone
+#   2x2timeline where a DDP step's time goes on 2x2, hccl_go and gloo (bench/ddp_timeline.py)
 #   fastpairs8  8 hosts x 1 rank, 28 veths: pairs (0,4) (1,5) (2,6) (3,7) at 300 Mbit/s, the
 #               others at 100 Mbit/s: all_reduce 64 MiB
 #
@@ -149,6 +150,15 @@ case_2x2ddp() {
   local m=10.231.1.1
   job 2x2_ddp 2 2 va $m -- "${ddp_args[@]}" --json "$OUT/raw/2x2_ddp.json"
   job 2x2_ddp_fp16 2 2 va $m HCCL_GO_COMPRESSION=fp16 -- "${ddp_args[@]}" --json "$OUT/raw/2x2_ddp_fp16.json"
+  ip netns del "${TAG}h0"
+  ip netns del "${TAG}h1"
+}
+
+# case_2x2timeline: where a DDP step's time goes on 2x2, hccl_go and gloo (bench/ddp_timeline.py).
+case_2x2timeline() {
+  setup_2x2
+  job 2x2_timeline 2 2 va 10.231.1.1 -- "$ROOT/bench/ddp_timeline.py" --json "$OUT/raw/2x2_timeline.json"
+  sed -n '/^# DDP step timeline/,/^ *gloo /p' "$OUT/logs/2x2_timeline-host0.log" >&2
   ip netns del "${TAG}h0"
   ip netns del "${TAG}h1"
 }
