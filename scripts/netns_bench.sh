@@ -14,6 +14,8 @@
 #                 DDP with 25 MB of float32 gradients (torch_hccl_go.overlap, MLP), then fp16;
 #                 the hierarchical all_reduce's phases (bench/hier_phases.py)
 #   2x2ddp      2x2's DDP jobs alone
+#   2x2phases   2x2's hierarchical all_reduce phases alone (bench/hier_phases.py)
+#   single2     two single-host jobs of 2 ranks at once (the arena under 2x2's load)
 #   2x2timeline where a DDP step's time goes on 2x2, hccl_go and gloo (bench/ddp_timeline.py)
 #   fastpairs8  8 hosts x 1 rank, 28 veths: pairs (0,4) (1,5) (2,6) (3,7) at 300 Mbit/s, the
 #               others at 100 Mbit/s: all_reduce 64 MiB
@@ -152,6 +154,31 @@ case_2x2ddp() {
   job 2x2_ddp_fp16 2 2 va $m HCCL_GO_COMPRESSION=fp16 -- "${ddp_args[@]}" --json "$OUT/raw/2x2_ddp_fp16.json"
   ip netns del "${TAG}h0"
   ip netns del "${TAG}h1"
+}
+
+# case_2x2phases: only 2x2's hierarchical all_reduce phases (at RATE; a high RATE, e.g. 100gbit,
+# leaves the arena phases alone, in one round, with the link no bottleneck).
+case_2x2phases() {
+  setup_2x2
+  job 2x2_phases 2 2 va 10.231.1.1 -- "$ROOT/bench/hier_phases.py" --size 64MiB --iters "$ITERS" \
+    --json "$OUT/raw/2x2_phases.json"
+  ip netns del "${TAG}h0"
+  ip netns del "${TAG}h1"
+}
+
+# case_single2: two single-host jobs of 2 ranks at once, the arena reference under the same
+# load as 2x2's (two hosts' arena phases running together on this machine's cores).
+case_single2() {
+  log "single2: two jobs of 2 ranks on one host, at once"
+  local pids=() j
+  for j in 0 1; do
+    "$PYTHON" -m torch_hccl_go.bench --ops all_reduce --backends hccl_go --sizes 64MiB --iters "$ITERS" \
+      --warmup 1 --no-progress \
+      --json "$OUT/raw/single2_allreduce_$j.json" >"$OUT/logs/single2_$j.log" 2>&1 &
+    pids+=("$!")
+  done
+  for j in "${pids[@]}"; do wait "$j"; done
+  tail -n 3 "$OUT/logs/single2_0.log" "$OUT/logs/single2_1.log" >&2
 }
 
 # case_2x2timeline: where a DDP step's time goes on 2x2, hccl_go and gloo (bench/ddp_timeline.py).
