@@ -75,9 +75,13 @@ def test_mpi_job_runs_the_program_under_mpirun_over_shared_memory():
     assert argv[:5] == ["mpirun", "-n", "3", "--bind-to", "none"]
     assert "self,vader" in argv and str(mpi_peer.PROGRAM) in argv
     program = argv[argv.index(str(mpi_peer.PROGRAM)) + 1 :]
-    assert program[program.index("--ops") + 1] == "all_reduce,all_gather"
+    assert program[program.index("--ops") + 1] == "all_reduce,reduce,all_gather"
     assert program[program.index("--sizes") + 1] == "8,1024"
     assert "--history" in program and program[-2:] == ["--json", "/tmp/m.json"]
+    # The program reduces with sum only: with another redop only the data movers remain.
+    cfg = parse_args(["--ops", "all_reduce,reduce,reduce_scatter,all_gather,all_to_all", "--redop", "max"])
+    argv = PEERS["mpi"].command(cfg, "/tmp/m.json")
+    assert argv[argv.index("--ops") + 1] == "all_gather,all_to_all"
 
 
 def test_peer_not_installed_is_skipped_and_the_run_goes_on(tmp_path):
@@ -117,12 +121,14 @@ def test_mpi_peer_short_run(tmp_path):
     if reason := mpi_missing():
         pytest.skip(f"mpi peer: {reason}")
     out = tmp_path / "bench.json"
-    args = ["--ops", "all_reduce,all_gather,reduce", "--sizes", "8", "--max-time", "0.05"]
-    p = run_bench([*args, "--backends", "hccl_go", "--peers", "mpi", "--history", "--json", str(out)], timeout=400)
+    ops = ["all_reduce", "all_gather", "reduce_scatter", "broadcast", "all_to_all", "reduce"]
+    # 8 B: one element per rank's share; 80 B: shares of 10 elements, beyond the pattern's period of 7.
+    args = ["--ops", ",".join(ops), "--sizes", "8,80", "--max-time", "0.05", "--root", "1"]
+    p = run_bench([*args, "--backends", "hccl_go", "--peers", "mpi", "--history", "--json", str(out)], timeout=600)
     assert p.returncode == 0, output(p)
     doc = load(out)
     mpi = [r for r in doc["summary"] if r["backend"] == "mpi"]
-    assert {(r["op"], r["size"]) for r in mpi} == {("all_reduce", 8), ("all_gather", 8)}
+    assert {(r["op"], r["size"]) for r in mpi} == {(op, size) for op in ops for size in (8, 80)}
     for r in mpi:
         assert r["status"] == "ok" and r["wrong"] == 0, r
         assert r["rewarm_iters"] == 0  # a summary row; the job's own row has the plan
@@ -133,9 +139,9 @@ def test_mpi_peer_short_run(tmp_path):
         conditions = [c.name for c in history.CONDITIONS]
         assert sorted(r["history_us"]) == sorted(conditions + [history.floor_key(c) for c in conditions]), r
         assert r["memcpy_us"] > 0, r  # the machine's pace, as the torch sweep times it
-    # reduce: a torch op the MPI program does not have, shown as "-" in the side-by-side table.
+    # every op in the side-by-side table with a figure of both
     table = p.stdout[p.stdout.index("# reduce  float32  world 2: median time") :]
-    assert table.splitlines()[3].split()[-2:] == ["-", "-"]
+    assert "-" not in table.splitlines()[3].split()[-2:], table[:1000]
 
 
 def test_deepspeed_peer_short_run(tmp_path):

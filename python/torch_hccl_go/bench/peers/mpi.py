@@ -4,8 +4,9 @@ not pinned either), with the sweep's sizes and timing settings.
 
 Needs Open MPI's mpirun and mpi4py built against it in this Python
 (scripts/mpi_bench.sh installs both: Debian's openmpi-bin and libopenmpi-dev, then
-`pip install --no-binary mpi4py mpi4py`). The program measures all_reduce (sum),
-all_gather and broadcast on float32.
+`pip install --no-binary mpi4py mpi4py`). The program measures every op of the bench
+(all_reduce, all_gather, reduce_scatter, broadcast, all_to_all, reduce; reductions with
+sum) on float32.
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ from pathlib import Path
 from ..config import BenchConfig
 
 NAME = "mpi"
-OPS = ("all_reduce", "all_gather", "broadcast")
+OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "all_to_all", "reduce")
+REDUCING = ("all_reduce", "reduce_scatter", "reduce")  # timed with sum only
 DTYPE = "float32"
 PROGRAM = Path(__file__).with_name("mpi_program.py")
 INSTALL_HINT = "scripts/mpi_bench.sh installs Open MPI and mpi4py"
@@ -43,7 +45,10 @@ class MpiPeer:
         if importlib.util.find_spec("mpi4py") is None:
             return f"mpi4py is not installed in {sys.executable} ({INSTALL_HINT})"
         if not _ops(cfg):
-            return f"mpi_program.py times {', '.join(OPS)} (all_reduce with sum); --ops asks for {','.join(cfg.ops)}"
+            return (
+                f"mpi_program.py times {', '.join(OPS)} (the reductions with sum); "
+                f"--ops asks for {','.join(cfg.ops)} with --redop {cfg.redop}"
+            )
         if DTYPE not in cfg.dtypes:
             return f"mpi_program.py times float32; --dtypes asks for {','.join(cfg.dtypes)}"
         return None
@@ -68,4 +73,4 @@ class MpiPeer:
 
 
 def _ops(cfg: BenchConfig) -> list[str]:
-    return [op for op in cfg.ops if op in OPS and (op != "all_reduce" or cfg.redop == "sum")]
+    return [op for op in cfg.ops if op in OPS and (op not in REDUCING or cfg.redop == "sum")]

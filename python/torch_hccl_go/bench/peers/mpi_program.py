@@ -20,8 +20,10 @@ same code as hccl_go's and gloo's:
 - inputs v(rank, i) = (i + 3 rank) % 7 + 1, as ops.input_values; every result is checked
   once, exactly.
 
-all_reduce is in place (MPI.IN_PLACE), as the torch bench's dist.all_reduce(tensor) is;
-all_gather is out of place, as dist.all_gather_into_tensor is; broadcast is in place.
+Buffers as the torch bench's (ops.py): all_reduce, broadcast and reduce in place
+(MPI.IN_PLACE on the root of a reduce, as dist.reduce(tensor) is); all_gather,
+reduce_scatter and all_to_all out of place, as dist.all_gather_into_tensor,
+dist.reduce_scatter_tensor and dist.all_to_all_single are. Reductions are sums.
 """
 
 from __future__ import annotations
@@ -64,8 +66,17 @@ timing = importlib.import_module("torch_hccl_go.bench.timing")
 NAME = "mpi"
 CHUNK = 7 << 19  # elements per fill/check step: a multiple of the input pattern's period, 7
 DTYPE = np.float32
-BUS_FACTOR = {"all_reduce": counts.all_reduce_factor, "all_gather": counts.spread_factor, "broadcast": counts.one}
-SPLIT_OPS = ("all_gather",)
+BUS_FACTOR = {
+    "all_reduce": counts.all_reduce_factor,
+    "all_gather": counts.spread_factor,
+    "reduce_scatter": counts.spread_factor,
+    "broadcast": counts.one,
+    "all_to_all": counts.spread_factor,
+    "reduce": counts.one,
+}
+SPLIT_OPS = ("all_gather", "reduce_scatter", "all_to_all")  # buffers cut in world shares
+ROOTED_OPS = ("broadcast", "reduce")
+REDUCING_OPS = ("all_reduce", "reduce_scatter", "reduce")
 COMPUTE_SIDE = 128  # --history compute bursts: matmuls of this square size
 
 
@@ -89,12 +100,12 @@ class Case:
         self.comm, self.op, self.rank, self.world = comm, op, comm.Get_rank(), comm.Get_size()
         shares = self.world if op in SPLIT_OPS else 1
         self.count = counts.element_count(size, DTYPE().itemsize, shares)
-        self.root = root if op == "broadcast" else -1
-        if op == "all_gather":
-            self.inp = np.empty(self.count // self.world, DTYPE)
-            self.out = np.empty(self.count, DTYPE)
-        else:
-            self.inp = self.out = np.empty(self.count, DTYPE)
+        self.share = self.count // self.world
+        self.root = root if op in ROOTED_OPS else -1
+        inp = self.share if op == "all_gather" else self.count
+        out = self.share if op == "reduce_scatter" else self.count
+        self.inp = np.empty(inp, DTYPE)
+        self.out = self.inp if op in ("all_reduce", "broadcast", "reduce") else np.empty(out, DTYPE)
 
     @property
     def size(self) -> int:
@@ -106,30 +117,53 @@ class Case:
             self.out[:] = 0
 
     def run(self) -> None:
+        inp, out, comm = [self.inp, MPI.FLOAT], [self.out, MPI.FLOAT], self.comm
         if self.op == "all_reduce":
-            self.comm.Allreduce(MPI.IN_PLACE, [self.inp, MPI.FLOAT], op=MPI.SUM)
+            comm.Allreduce(MPI.IN_PLACE, inp, op=MPI.SUM)
         elif self.op == "all_gather":
-            self.comm.Allgather([self.inp, MPI.FLOAT], [self.out, MPI.FLOAT])
+            comm.Allgather(inp, out)
+        elif self.op == "reduce_scatter":
+            comm.Reduce_scatter_block(inp, out, op=MPI.SUM)
+        elif self.op == "broadcast":
+            comm.Bcast(inp, root=self.root)
+        elif self.op == "all_to_all":
+            comm.Alltoall(inp, out)
+        elif self.rank == self.root:  # reduce
+            comm.Reduce(MPI.IN_PLACE, inp, op=MPI.SUM, root=self.root)
         else:
-            self.comm.Bcast([self.inp, MPI.FLOAT], root=self.root)
+            comm.Reduce(inp, None, op=MPI.SUM, root=self.root)
+
+    def expected(self, seg: int, start: int, n: int) -> np.ndarray | None:
+        """The exact output of segment seg, elements [start, start+n) of it; None where the
+        output is unspecified (reduce off the root)."""
+
+        def total(offset: int) -> np.ndarray:
+            return sum(pattern(r, offset, n).astype(np.float64) for r in range(self.world)).astype(DTYPE)
+
+        if self.op == "all_reduce":
+            return total(start)
+        if self.op == "reduce":
+            return total(start) if self.rank == self.root else None
+        if self.op == "all_gather":
+            return pattern(seg, start, n)
+        if self.op == "reduce_scatter":
+            return total(self.rank * self.share + start)
+        if self.op == "all_to_all":
+            return pattern(seg, self.rank * self.share + start, n)
+        return pattern(self.root, start, n)
 
     def wrong(self) -> int:
         """Elements of this rank's output that differ from the exact reference."""
-        segments = self.world if self.op == "all_gather" else 1
+        segments = self.world if self.op in ("all_gather", "all_to_all") else 1
         length = self.out.size // segments
         wrong = 0
         for seg in range(segments):
-            n = min(CHUNK, length)
-            if self.op == "all_reduce":
-                expected = sum(pattern(r, 0, n).astype(np.float64) for r in range(self.world)).astype(DTYPE)
-            elif self.op == "all_gather":
-                expected = pattern(seg, 0, n)
-            else:
-                expected = pattern(self.root, 0, n)
             part = self.out[seg * length : (seg + 1) * length]
             for start in range(0, length, CHUNK):
                 got = part[start : start + CHUNK]
-                wrong += int(np.count_nonzero(got != expected[: got.size]))
+                expected = self.expected(seg, start, got.size)
+                if expected is not None:
+                    wrong += int(np.count_nonzero(got != expected))
         return wrong
 
 
@@ -159,7 +193,7 @@ class Sweep:
             backend=NAME,
             op=case.op,
             dtype="float32",
-            redop="sum" if case.op == "all_reduce" else "none",
+            redop="sum" if case.op in REDUCING_OPS else "none",
             root=case.root,
             world=self.world,
             size=case.size,
