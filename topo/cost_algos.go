@@ -96,7 +96,10 @@ func (m *CostModel) crossRings() [][]int {
 // whole buffer) or halving-doubling (halving then doubling, the exchange
 // at distance d carrying n·d/q), in rank order, with the fold of
 // collectives: q is the largest power of two <= p, ranks 2i and 2i+1 for
-// i < p-q combine first and split at the end.
+// i < p-q combine first and split at the end. Steps are costed one after
+// the other: where halving-doubling runs pipelined (final ranges of a chunk
+// or more) and consecutive partners sit on separate links, its steps
+// overlap, and this is an upper bound.
 func (m *CostModel) recursive(n float64, halving bool) float64 {
 	p := m.t.Size()
 	q := 1
