@@ -3,6 +3,7 @@ package pgbackend
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -216,8 +217,21 @@ func TestFastLaneKeepsStreamOrder(t *testing.T) {
 	// seq 3: seq 3 must start after seq 2 has ended.
 	laneErr := make(chan error, 1)
 	go func() {
-		_, err := cs[0].AllReduceNow(f32(1), make([]byte, 4), reduce.Float32, reduce.Sum, 0, StreamDefault)
-		laneErr <- err
+		// The stream may still be finishing seq 1's bookkeeping after its
+		// Work completed; the lane then refuses (taking no sequence
+		// number), so try again until it runs.
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			ran, err := cs[0].AllReduceNow(f32(1), make([]byte, 4), reduce.Float32, reduce.Sum, 0, StreamDefault)
+			if ran || err != nil || time.Now().After(deadline) {
+				if !ran && err == nil {
+					err = errors.New("the lane refused seq 2 for 5 s on an idle stream")
+				}
+				laneErr <- err
+				return
+			}
+			time.Sleep(50 * time.Microsecond)
+		}
 	}()
 	require.Eventually(t, func() bool { return cs[0].streams[StreamDefault].Held() }, 5*time.Second, 100*time.Microsecond)
 	third := issue(cs[0])
