@@ -73,8 +73,6 @@ type elemRange struct{ lo, hi int }
 
 func (e elemRange) of(buf []byte, es int) []byte { return buf[e.lo*es : e.hi*es] }
 
-func (e elemRange) overlaps(o elemRange) bool { return e.lo < o.hi && o.lo < e.hi }
-
 // hdTree is the halving tree of q virtual ranks over n elements.
 type hdTree struct{ q, steps, n int }
 
@@ -153,17 +151,11 @@ func hdSchedule(ep transport.Endpoint, tag transport.Tag, f foldedGroup, v int, 
 	perPhase := 2*t.n/chunk + t.q
 	pl := &pipeline{ep: ep, tag: tag, name: "halving-doubling", dt: dt, op: op, divisor: ep.Size(),
 		sends: make([]sendItem, 0, 2*perPhase), recvs: make([]recvItem, 0, 2*perPhase)}
-	wrote := make([]elemRange, 0, 2*perPhase) // by receive
-	read := make([]elemRange, 0, perPhase)    // by halving send
-	after := func(r elemRange, by []elemRange) int {
-		n := 0
-		for i, w := range by {
-			if w.overlaps(r) {
-				n = i + 1
-			}
-		}
-		return n
-	}
+	// Every message is one chunk of one final range, cut from the range's
+	// start at every step, so two messages that overlap are the same
+	// message: the dependencies are looked up by a message's first element.
+	wrote := make(map[int]int, 2*perPhase) // receives done before the data is there
+	read := make(map[int]int, perPhase)    // halving sends done before it may be overwritten
 	parts := make([]elemRange, 0, t.q/2)
 	msgs := make([]elemRange, 0, 2*t.n/chunk+t.q)
 	scratch := make([]byte, min(chunk, t.n)*es)
@@ -172,15 +164,15 @@ func hdSchedule(ep transport.Endpoint, tag transport.Tag, f foldedGroup, v int, 
 		peer := f.real(w)
 		msgs = messages(msgs[:0], t.halvingOrder(parts[:0], w, k), chunk)
 		for _, m := range msgs {
-			pl.addSend(peer, k, m.of(dst, es), after(m, wrote))
-			read = append(read, m)
+			pl.addSend(peer, k, m.of(dst, es), wrote[m.lo])
+			read[m.lo] = len(pl.sends)
 		}
 		msgs = messages(msgs[:0], t.halvingOrder(parts[:0], v, k), chunk)
 		for _, m := range msgs {
 			mine := m.of(dst, es)
 			pl.addRecv(recvItem{peer: peer, step: k, buf: scratch[:len(mine)], into: mine, with: mine,
 				withFirst: v < w, divide: divide && k == t.steps-1})
-			wrote = append(wrote, m)
+			wrote[m.lo] = len(pl.recvs)
 		}
 	}
 	for j := range t.steps {
@@ -188,12 +180,12 @@ func hdSchedule(ep transport.Endpoint, tag transport.Tag, f foldedGroup, v int, 
 		peer := f.real(w)
 		msgs = messages(msgs[:0], t.doublingOrder(parts[:0], v, j), chunk)
 		for _, m := range msgs {
-			pl.addSend(peer, t.steps+j, m.of(dst, es), after(m, wrote))
+			pl.addSend(peer, t.steps+j, m.of(dst, es), wrote[m.lo])
 		}
 		msgs = messages(msgs[:0], t.doublingOrder(parts[:0], w, j), chunk)
 		for _, m := range msgs {
-			pl.addRecv(recvItem{peer: peer, step: t.steps + j, buf: m.of(dst, es), after: after(m, read)})
-			wrote = append(wrote, m)
+			pl.addRecv(recvItem{peer: peer, step: t.steps + j, buf: m.of(dst, es), after: read[m.lo]})
+			wrote[m.lo] = len(pl.recvs)
 		}
 	}
 	return pl
