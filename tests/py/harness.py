@@ -266,6 +266,23 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def run_torchrun(target: list[str], *, cwd: str, nproc: int = 2, timeout: float = 240):
+    """torchrun on this host (nproc ranks, rendezvous on 127.0.0.1, one OpenMP thread each)
+    of target: a script and its arguments, or ["-m", module, ...]. Returns the completed
+    process and its stdout and stderr joined."""
+    import subprocess
+
+    cmd = [
+        sys.executable, "-m", "torch.distributed.run",
+        "--nnodes=1", f"--nproc_per_node={nproc}",
+        "--master_addr=127.0.0.1", f"--master_port={free_port()}",
+        *target,
+    ]  # fmt: skip
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env, cwd=cwd)
+    return proc, proc.stdout + proc.stderr
+
+
 # --- jobs made of named checks ---
 
 _check_jobs: dict = {}

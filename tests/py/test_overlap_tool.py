@@ -4,30 +4,22 @@ and reports every phase per rank and the slowest rank's figures (no timing asser
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
-from harness import free_port
+from harness import run_torchrun
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_overlap_tool_reports_slowest_rank(tmp_path: Path) -> None:
     out_json = tmp_path / "overlap.json"
-    cmd = [
-        sys.executable, "-m", "torch.distributed.run",
-        "--nnodes=1", "--nproc_per_node=2",
-        "--master_addr=127.0.0.1", f"--master_port={free_port()}",
+    target = [
         "-m", "torch_hccl_go.overlap",
         "--backends", "hccl_go,gloo", "--model", "mlp", "--width", "64", "--depth", "2",
         "--inputs", "32", "--batch", "8", "--steps", "2", "--warmup", "1", "--threads", "1",
         "--json", str(out_json),
     ]  # fmt: skip
-    env = dict(os.environ, OMP_NUM_THREADS="1")
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=240, env=env, cwd=ROOT)
-    out = proc.stdout + proc.stderr
+    proc, out = run_torchrun(target, cwd=ROOT)
     assert proc.returncode == 0, f"overlap tool exited with {proc.returncode}:\n{out[-4000:]}"
     data = json.loads(out_json.read_text())
     text = json.dumps(data)

@@ -2,28 +2,18 @@
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
-from harness import BACKEND, free_port
+from harness import BACKEND, run_torchrun
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_torchrun_trains_digits() -> None:
-    cmd = [
-        sys.executable, "-m", "torch.distributed.run",
-        "--nnodes=1", "--nproc_per_node=2",
-        "--master_addr=127.0.0.1", f"--master_port={free_port()}",
-        str(ROOT / "examples" / "train_digits.py"),
-        "--backend", BACKEND, "--epochs", "4",
-    ]  # fmt: skip
-    env = dict(os.environ, OMP_NUM_THREADS="1")
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=240, env=env, cwd=ROOT)
-    out = proc.stdout + proc.stderr
+    proc, out = run_torchrun(
+        [str(ROOT / "examples" / "train_digits.py"), "--backend", BACKEND, "--epochs", "4"], cwd=ROOT
+    )
     assert proc.returncode == 0, f"torchrun exited with {proc.returncode}:\n{out[-4000:]}"
     summary = [line for line in proc.stdout.splitlines() if line.startswith("summary:")]
     assert len(summary) == 1, f"expected one summary line from rank 0:\n{out[-4000:]}"
