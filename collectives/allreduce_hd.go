@@ -195,36 +195,28 @@ func hdSchedule(ep transport.Endpoint, tag transport.Tag, f foldedGroup, v int, 
 // other, one message per step.
 func hdStepwise(ctx context.Context, ep transport.Endpoint, tag transport.Tag, f foldedGroup, v int, dst []byte, dt reduce.DType, op reduce.Op, divide bool) error {
 	es := dt.Size()
-	held := elemRange{0, len(dst) / es}
-	scratch := make([]byte, (held.hi-held.hi/2)*es) // the larger half
-	// The half given up at each halving step.
-	var given []elemRange
-	for k, mask := 0, f.q/2; mask > 0; k, mask = k+1, mask/2 {
-		peer := f.real(v ^ mask)
-		mid := held.lo + (held.hi-held.lo)/2
-		keep, give := elemRange{held.lo, mid}, elemRange{mid, held.hi}
-		lower := v&mask == 0
-		if !lower {
-			keep, give = give, keep
-		}
+	t := newHDTree(f.q, len(dst)/es)
+	scratch := make([]byte, (t.n-t.n/2)*es) // the larger half
+	for k := range t.steps {
+		w := v ^ t.halvingMask(k)
+		keep := t.held(v, k+1)
 		in := scratch[:(keep.hi-keep.lo)*es]
-		if err := exchange(ctx, ep, tag, peer, give.of(dst, es), peer, in, true); err != nil {
+		if err := exchange(ctx, ep, tag, f.real(w), t.give(v, k).of(dst, es), f.real(w), in, true); err != nil {
 			return fmt.Errorf("halving step %d: %w", k, err)
 		}
-		combineOrdered(dt, op, keep.of(dst, es), in, lower)
-		given = append(given, give)
-		held = keep
+		combineOrdered(dt, op, keep.of(dst, es), in, v < w)
 	}
 	if divide {
-		reduce.DivideBy(dt, held.of(dst, es), ep.Size())
+		reduce.DivideBy(dt, t.held(v, t.steps).of(dst, es), ep.Size())
 	}
-	for k, mask := 0, 1; mask < f.q; k, mask = k+1, mask*2 {
-		peer := f.real(v ^ mask)
-		want := given[len(given)-1-k] // the partner holds exactly this range
+	for j := range t.steps {
+		// v holds what it held before halving step steps-j; its partner
+		// holds exactly what v gave up at that step.
+		peer := f.real(v ^ t.halvingMask(t.steps-1-j))
+		held, want := t.held(v, t.steps-j), t.give(v, t.steps-1-j)
 		if err := exchange(ctx, ep, tag, peer, held.of(dst, es), peer, want.of(dst, es), true); err != nil {
-			return fmt.Errorf("doubling step %d: %w", k, err)
+			return fmt.Errorf("doubling step %d: %w", j, err)
 		}
-		held = elemRange{min(held.lo, want.lo), max(held.hi, want.hi)}
 	}
 	return nil
 }
