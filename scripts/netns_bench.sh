@@ -115,6 +115,12 @@ case_single() {
   tail -n 3 "$OUT/logs/single.log" >&2
 }
 
+# job_2x2_phases: the hierarchical all_reduce's phases on the 2x2 hosts (bench/hier_phases.py).
+job_2x2_phases() {
+  job 2x2_phases 2 2 va 10.231.1.1 -- "$ROOT/bench/hier_phases.py" --size 64MiB --iters "$ITERS" \
+    --json "$OUT/raw/2x2_phases.json"
+}
+
 # setup_2x2: hosts 0 and 1 joined by one shaped veth (see case_2x2).
 setup_2x2() {
   add_host 0
@@ -140,8 +146,7 @@ case_2x2() {
     --json "$OUT/raw/2x2_movement.json"
   job 2x2_ddp 2 2 va $m -- "${ddp_args[@]}" --json "$OUT/raw/2x2_ddp.json"
   job 2x2_ddp_fp16 2 2 va $m HCCL_GO_COMPRESSION=fp16 -- "${ddp_args[@]}" --json "$OUT/raw/2x2_ddp_fp16.json"
-  job 2x2_phases 2 2 va $m -- "$ROOT/bench/hier_phases.py" --size 64MiB --iters "$ITERS" \
-    --json "$OUT/raw/2x2_phases.json"
+  job_2x2_phases
   ip netns del "${TAG}h0"
   ip netns del "${TAG}h1"
 }
@@ -160,8 +165,7 @@ case_2x2ddp() {
 # leaves the arena phases alone, in one round, with the link no bottleneck).
 case_2x2phases() {
   setup_2x2
-  job 2x2_phases 2 2 va 10.231.1.1 -- "$ROOT/bench/hier_phases.py" --size 64MiB --iters "$ITERS" \
-    --json "$OUT/raw/2x2_phases.json"
+  job_2x2_phases
   ip netns del "${TAG}h0"
   ip netns del "${TAG}h1"
 }

@@ -74,7 +74,8 @@ BUS_FACTOR = {
     "all_to_all": counts.spread_factor,
     "reduce": counts.one,
 }
-SPLIT_OPS = ("all_gather", "reduce_scatter", "all_to_all")  # buffers cut in world shares
+SPLIT_OPS = ("all_gather", "reduce_scatter", "all_to_all")  # buffers cut in world shares; the rest in place
+BY_SOURCE_OPS = ("all_gather", "all_to_all")  # the output is a segment per source rank
 ROOTED_OPS = ("broadcast", "reduce")
 REDUCING_OPS = ("all_reduce", "reduce_scatter", "reduce")
 COMPUTE_SIDE = 128  # --history compute bursts: matmuls of this square size
@@ -105,7 +106,7 @@ class Case:
         inp = self.share if op == "all_gather" else self.count
         out = self.share if op == "reduce_scatter" else self.count
         self.inp = np.empty(inp, DTYPE)
-        self.out = self.inp if op in ("all_reduce", "broadcast", "reduce") else np.empty(out, DTYPE)
+        self.out = np.empty(out, DTYPE) if op in SPLIT_OPS else self.inp
 
     @property
     def size(self) -> int:
@@ -154,7 +155,7 @@ class Case:
 
     def wrong(self) -> int:
         """Elements of this rank's output that differ from the exact reference."""
-        segments = self.world if self.op in ("all_gather", "all_to_all") else 1
+        segments = self.world if self.op in BY_SOURCE_OPS else 1
         length = self.out.size // segments
         wrong = 0
         for seg in range(segments):
