@@ -313,6 +313,12 @@ hcclGoResult_t hcclGoRecv(void* recvbuff, size_t count, hcclGoDataType_t datatyp
   return goRecv(recvbuff, count, datatype, peer, tag, comm, work);
 }
 
+hcclGoResult_t hcclGoRecvAny(void* recvbuff, size_t count, hcclGoDataType_t datatype, uint32_t tag, int* source,
+                             hcclGoComm_t comm, hcclGoWork_t* work) {
+  HCCL_GO_ENTER();
+  return goRecvAny(recvbuff, count, datatype, tag, source, comm, work);
+}
+
 hcclGoResult_t hcclGoWorkWait(hcclGoWork_t work, int64_t timeoutMs) {
   HCCL_GO_ENTER();
   return goWorkWait(work, timeoutMs);

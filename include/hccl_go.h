@@ -229,6 +229,13 @@ hcclGoResult_t hcclGoSend(const void* sendbuff, size_t count, hcclGoDataType_t d
                           hcclGoComm_t comm, hcclGoWork_t* work);
 hcclGoResult_t hcclGoRecv(void* recvbuff, size_t count, hcclGoDataType_t datatype, int peer, uint32_t tag,
                           hcclGoComm_t comm, hcclGoWork_t* work);
+/* Receives under tag from whichever rank sends first (MPI_ANY_SOURCE) and
+ * writes that rank to *source before the work completes: *source must stay
+ * valid until then. Receives from any rank run in order among themselves; a
+ * receive naming its peer may take a message an earlier hcclGoRecvAny could
+ * also have taken. */
+hcclGoResult_t hcclGoRecvAny(void* recvbuff, size_t count, hcclGoDataType_t datatype, uint32_t tag, int* source,
+                             hcclGoComm_t comm, hcclGoWork_t* work);
 
 /* ---- Compression and traffic counters ----------------------------------
  * Wire compression of float32 all_reduce is a communicator option

@@ -37,7 +37,7 @@ func (o *commOp) Desc() string { return o.desc.name(o.c.rank, o.c.size) }
 func (o *commOp) Run(stamps *streams.Stamps) error { return o.c.runOp(o, stamps) }
 
 // isP2P reports whether the op is a send or a receive.
-func (o *commOp) isP2P() bool { return o.desc.Peer >= 0 }
+func (o *commOp) isP2P() bool { return o.desc.isP2P() }
 
 // run does the op's work in its context. A collective first compares its
 // fingerprint with the other ranks' under HCCL_GO_CHECK (check.go), and is

@@ -184,3 +184,39 @@ func TestDestroy(t *testing.T) {
 		assert.True(t, errors.Is(c.Destroy(), ErrDestroyed))
 	}
 }
+
+// A receive from any rank gets each sender's message once and reports its
+// sender; it is a point-to-point op (no sequence number), and a timeout
+// names it without failing the communicator.
+func TestRecvAny(t *testing.T) {
+	cs := newComms(t, 3, testConfig())
+	eachRank(cs, func(c *Communicator) {
+		if c.Rank() == 0 {
+			return
+		}
+		w, err := c.Send(f32(float32(c.Rank())), 0, 4)
+		require.NoError(t, err)
+		require.NoError(t, w.Wait(context.Background(), 5*time.Second))
+	})
+	seen := map[int]float32{}
+	for range 2 {
+		buf := make([]byte, 4)
+		src := -1
+		w, err := cs[0].RecvAny(buf, 4, func(r int) { src = r })
+		require.NoError(t, err)
+		require.NoError(t, w.Wait(context.Background(), 5*time.Second))
+		seen[src] = math.Float32frombits(binary.LittleEndian.Uint32(buf))
+	}
+	assert.Equal(t, map[int]float32{1: 1, 2: 2}, seen)
+	assert.EqualValues(t, 0, cs[0].SequenceNumber())
+
+	short := testConfig()
+	short.Timeout = 50 * time.Millisecond
+	ct := newComms(t, 2, short)
+	w, err := ct[0].RecvAny(make([]byte, 4), 9, func(int) { t.Error("nothing was sent") })
+	require.NoError(t, err)
+	err = w.Wait(context.Background(), 5*time.Second)
+	require.ErrorIs(t, err, ErrTimeout)
+	assert.ErrorContains(t, err, "recv 4 bytes from any rank tag 9 on rank 0")
+	require.NoError(t, ct[0].live(), "a timed-out receive must not fail the communicator")
+}

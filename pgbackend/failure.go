@@ -167,7 +167,7 @@ func (c *Communicator) concludeOp(id uint64, op opDesc, start time.Time, ctx *op
 	}
 	ended := c.clock.Now()
 	c.flight.end(id, op, err, ended)
-	if op.Peer < 0 && !keepsCommUsable(err) {
+	if !op.isP2P() && !keepsCommUsable(err) {
 		if noted := c.fail(err, true); noted != nil {
 			err = noted
 		}

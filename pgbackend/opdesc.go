@@ -48,6 +48,9 @@ func (d opDesc) compressed(c collectives.Compression) opDesc {
 }
 
 // p2pOp describes a send or receive.
+// anyPeer is the Peer of a receive from whichever rank sends first.
+const anyPeer = -2
+
 func p2pOp(kind string, nbytes, peer int, tag uint32) opDesc {
 	return opDesc{Kind: kind, Bytes: nbytes, DType: -1, RedOp: -1, Root: -1, Peer: peer, Tag: tag, Stream: -1, Route: "p2p"}
 }
@@ -65,6 +68,9 @@ func (d opDesc) withCounts(counts []int) opDesc {
 	return d
 }
 
+// isP2P reports whether the op is a send or a receive.
+func (d opDesc) isP2P() bool { return d.Route == "p2p" }
+
 // name is the op as errors name it, e.g. "allreduce seq 7 (4096 bytes) on
 // rank 0 of 2" or "send 16 bytes to rank 1 tag 0 from rank 0".
 func (d opDesc) name(rank, size int) string {
@@ -72,6 +78,9 @@ func (d opDesc) name(rank, size int) string {
 	case "send":
 		return fmt.Sprintf("send %d bytes to rank %d tag %d from rank %d", d.Bytes, d.Peer, d.Tag, rank)
 	case "recv":
+		if d.Peer == anyPeer {
+			return fmt.Sprintf("recv %d bytes from any rank tag %d on rank %d", d.Bytes, d.Tag, rank)
+		}
 		return fmt.Sprintf("recv %d bytes from rank %d tag %d on rank %d", d.Bytes, d.Peer, d.Tag, rank)
 	}
 	// Every collective builds this name, so without fmt (a quarter of a
@@ -91,7 +100,7 @@ func (d opDesc) name(rank, size int) string {
 
 // short is the op without the rank, for messages to peers.
 func (d opDesc) short() string {
-	if d.Peer >= 0 {
+	if d.isP2P() {
 		return fmt.Sprintf("%s %d bytes peer %d tag %d", d.Kind, d.Bytes, d.Peer, d.Tag)
 	}
 	return fmt.Sprintf("%s seq %d (%d bytes)", d.Kind, d.Seq, d.Bytes)

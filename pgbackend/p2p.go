@@ -18,7 +18,7 @@ type p2pQueues struct {
 	c     *Communicator
 	mu    sync.Mutex
 	sends map[int]*streams.Stream
-	recvs map[int]*streams.Stream
+	recvs map[int]*streams.Stream // by peer; anyPeer: receives from any rank
 }
 
 func newP2PQueues(c *Communicator) *p2pQueues {
@@ -32,6 +32,9 @@ func (q *p2pQueues) stream(m map[int]*streams.Stream, dir string, peer int) *str
 	if !ok {
 		// Timed by the communicator's clock, as the collectives are.
 		name := fmt.Sprintf("rank%d/%s%d", q.c.rank, dir, peer)
+		if peer == anyPeer {
+			name = fmt.Sprintf("rank%d/%s-any", q.c.rank, dir)
+		}
 		s = streams.NewScheduler(name, streams.Config{Clock: q.c.clock}).NewStream(name, 0, 0)
 		m[peer] = s
 	}
@@ -71,6 +74,26 @@ func (c *Communicator) Recv(buf []byte, peer int, tag uint32) (*streams.Work, er
 		return c.ep.Recv(ctx, peer, tag, buf)
 	})
 	return c.p2p.stream(c.p2p.recvs, "recv", peer).SubmitOp(o, issued), nil
+}
+
+// RecvAny receives exactly len(buf) bytes under tag from whichever rank
+// sends first (torch's recv without src), and calls source with that rank
+// before the work completes. Receives from any rank run in order on a
+// stream of their own; a receive that names its peer may take a message
+// that an earlier RecvAny could also have taken.
+func (c *Communicator) RecvAny(buf []byte, tag uint32, source func(rank int)) (*streams.Work, error) {
+	if err := c.live(); err != nil {
+		return nil, err
+	}
+	o, issued := c.newCommOp(p2pOp("recv", len(buf), anyPeer, tag), func(ctx context.Context, tag transport.Tag) error {
+		peer, err := transport.RecvAny(ctx, c.ep, tag, buf, func(int) bool { return true })
+		if err != nil {
+			return err
+		}
+		source(peer)
+		return nil
+	})
+	return c.p2p.stream(c.p2p.recvs, "recv", anyPeer).SubmitOp(o, issued), nil
 }
 
 func (c *Communicator) checkPeer(op string, peer int) error {

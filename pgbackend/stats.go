@@ -160,6 +160,22 @@ func (e *countingEndpoint) Recv(ctx context.Context, peer int, tag transport.Tag
 	return err
 }
 
+// TryRecvAny implements transport.AnySource when the wrapped endpoint
+// does.
+func (e *countingEndpoint) TryRecvAny(ctx context.Context, tag transport.Tag, buf []byte, accept func(peer int) bool) (int, bool, error) {
+	a, ok := e.Endpoint.(transport.AnySource)
+	if !ok {
+		return -1, false, fmt.Errorf("%w (%T)", transport.ErrNoAnySource, e.Endpoint)
+	}
+	peer, ok, err := a.TryRecvAny(ctx, tag, buf, accept)
+	if ok && err == nil && peer != e.Rank() {
+		tc := e.stats.countersOf(ctx, tag)
+		tc.bytesRecv.Add(int64(len(buf)))
+		tc.msgsRecv.Add(1)
+	}
+	return peer, ok, err
+}
+
 // Stats returns the communicator's traffic counters.
 func (c *Communicator) Stats() Stats {
 	total, ops := c.stats.snapshot()

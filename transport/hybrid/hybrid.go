@@ -20,6 +20,10 @@ type Endpoint struct {
 	routes     []transport.Endpoint
 	self       *selfBox // messages of this rank to itself
 
+	distinctOnce sync.Once
+	distinct     []route       // each route once (distinctRoutes)
+	anyTurn      atomic.Uint32 // the route TryRecvAny tries first
+
 	closed    atomic.Bool
 	closeOnce sync.Once
 	closeErr  error
@@ -119,14 +123,17 @@ func (e *Endpoint) Close() error {
 // closedEarlier reports whether routes[i] also serves a lower rank, and was
 // therefore closed already.
 func (e *Endpoint) closedEarlier(i int) bool {
-	r := e.routes[i]
-	if !reflect.TypeOf(r).Comparable() {
-		return false // cannot tell: closing twice is harmless (Close is idempotent)
-	}
-	for _, q := range e.routes[:i] {
-		if q != nil && reflect.TypeOf(q) == reflect.TypeOf(r) && q == r {
+	for k := range e.routes[:i] {
+		if e.sameRoute(k, i) {
 			return true
 		}
 	}
 	return false
+}
+
+// sameRoute reports whether routes[a] and routes[b] are known to be one
+// endpoint (false when their type cannot tell).
+func (e *Endpoint) sameRoute(a, b int) bool {
+	p, q := e.routes[a], e.routes[b]
+	return p != nil && q != nil && reflect.TypeOf(p) == reflect.TypeOf(q) && reflect.TypeOf(p).Comparable() && p == q
 }

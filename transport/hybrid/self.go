@@ -99,6 +99,27 @@ func (b *selfBox) recv(ctx context.Context, tag transport.Tag, buf []byte) error
 	return <-r.done // answered while we gave up: the outcome stands
 }
 
+// tryRecv takes the oldest message under tag if there is one.
+func (b *selfBox) tryRecv(tag transport.Tag, buf []byte) (bool, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return false, transport.ErrClosed
+	}
+	q := b.queues[tag]
+	if q == nil || len(q.arrived) == 0 {
+		return false, nil
+	}
+	m := q.arrived[0]
+	q.arrived = q.arrived[1:]
+	b.dropIfEmpty(tag, q)
+	if len(m) != len(buf) {
+		return true, sizeErr(tag, len(m), len(buf))
+	}
+	copy(buf, m)
+	return true, nil
+}
+
 func (b *selfBox) close() {
 	b.mu.Lock()
 	defer b.mu.Unlock()

@@ -26,7 +26,10 @@ type Endpoint struct {
 	closeOnce sync.Once
 }
 
-var _ transport.Endpoint = (*Endpoint)(nil)
+var (
+	_ transport.Endpoint  = (*Endpoint)(nil)
+	_ transport.AnySource = (*Endpoint)(nil)
+)
 
 // NewGroup returns size connected endpoints; element i has rank i.
 func NewGroup(size int) []transport.Endpoint {
@@ -81,6 +84,11 @@ func (e *Endpoint) Recv(ctx context.Context, peer int, tag transport.Tag, buf []
 		return fmt.Errorf("inproc recv: %w", err)
 	}
 	return e.box.Recv(ctx, peer, tag, buf)
+}
+
+// TryRecvAny implements transport.AnySource.
+func (e *Endpoint) TryRecvAny(ctx context.Context, tag transport.Tag, buf []byte, accept func(peer int) bool) (int, bool, error) {
+	return e.box.TryRecvAny(ctx, tag, buf, accept)
 }
 
 // Close implements transport.Endpoint. To the other ranks it looks like the

@@ -40,6 +40,7 @@ type Endpoint struct {
 	landings    map[*landing]struct{}
 	peerErr     []error // why each peer's link failed, for receives
 	matchClosed bool
+	arrivals    uint64 // messages that arrived unexpected (message.seq)
 
 	// life guards the mappings: operations that touch shared memory hold it
 	// for reading; Close takes it for writing before unmapping.

@@ -45,6 +45,7 @@ type message struct {
 	pieces   [][]byte
 	complete bool
 	land     *landing // while arriving
+	seq      uint64   // arrival order, for receives from any peer
 }
 
 // copyTo copies the pieces that landed so far to buf.
@@ -100,7 +101,8 @@ func (e *Endpoint) arrive(peer int, tag transport.Tag, n int) *landing {
 			l.req, r.land = r, l
 		}
 	} else {
-		m := &message{n: n, land: l}
+		e.arrivals++
+		m := &message{n: n, land: l, seq: e.arrivals}
 		l.msg = m
 		if q == nil {
 			q = &queue{}

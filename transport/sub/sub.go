@@ -52,13 +52,17 @@ var ErrTagRange = errors.New("sub: tag out of the view's range")
 // interrupted: close or abort the parent for that).
 type Endpoint struct {
 	parent transport.Endpoint
-	ranks  []int // view rank -> parent rank
-	rank   int   // this rank in the view
+	ranks  []int       // view rank -> parent rank
+	views  map[int]int // parent rank -> view rank
+	rank   int         // this rank in the view
 	base   transport.Tag
 	closed atomic.Bool
 }
 
-var _ transport.Endpoint = (*Endpoint)(nil)
+var (
+	_ transport.Endpoint  = (*Endpoint)(nil)
+	_ transport.AnySource = (*Endpoint)(nil)
+)
 
 // New returns the view of parent's ranks ranks[0], ranks[1], ... as ranks
 // 0, 1, ... with tag space space. ranks must be distinct, in range, and
@@ -99,6 +103,10 @@ func New(parent transport.Endpoint, ranks []int, space int) (*Endpoint, error) {
 		}
 		e.parent, e.base = p.parent, e.base|p.base
 	}
+	e.views = make(map[int]int, len(e.ranks))
+	for i, r := range e.ranks {
+		e.views[r] = i
+	}
 	return e, nil
 }
 
@@ -128,6 +136,35 @@ func (e *Endpoint) Recv(ctx context.Context, peer int, tag transport.Tag, buf []
 		return err
 	}
 	return e.renumber(peer, "recv", e.parent.Recv(ctx, p, t, buf))
+}
+
+// TryRecvAny implements transport.AnySource for the view's ranks, when the
+// parent does.
+func (e *Endpoint) TryRecvAny(ctx context.Context, tag transport.Tag, buf []byte, accept func(peer int) bool) (int, bool, error) {
+	a, ok := e.parent.(transport.AnySource)
+	if !ok {
+		return -1, false, fmt.Errorf("sub: %w (%T)", transport.ErrNoAnySource, e.parent)
+	}
+	_, t, err := e.route("recv", e.rank, tag)
+	if err != nil {
+		return -1, false, err
+	}
+	admitted := func(p int) bool {
+		v, ok := e.views[p]
+		return ok && accept(v)
+	}
+	p, ok, err := a.TryRecvAny(ctx, t, buf, admitted)
+	v := -1
+	if ok {
+		v = e.views[p]
+	}
+	var pe *transport.PeerError
+	if errors.As(err, &pe) {
+		if pv, in := e.views[pe.Peer]; in {
+			err = e.renumber(pv, "recv", err)
+		}
+	}
+	return v, ok, err
 }
 
 // Close ends the view (not its parent). It is idempotent.

@@ -23,7 +23,10 @@ type Endpoint struct {
 	readers   sync.WaitGroup
 }
 
-var _ transport.Endpoint = (*Endpoint)(nil)
+var (
+	_ transport.Endpoint  = (*Endpoint)(nil)
+	_ transport.AnySource = (*Endpoint)(nil)
+)
 
 // newEndpoint wraps established connections (conns[peer][stream]) and starts
 // one reader goroutine per connection.
@@ -100,6 +103,11 @@ func (e *Endpoint) Recv(ctx context.Context, peer int, tag transport.Tag, buf []
 		return fmt.Errorf("tcp recv: %w", err)
 	}
 	return e.box.Recv(ctx, peer, tag, buf)
+}
+
+// TryRecvAny implements transport.AnySource.
+func (e *Endpoint) TryRecvAny(ctx context.Context, tag transport.Tag, buf []byte, accept func(peer int) bool) (int, bool, error) {
+	return e.box.TryRecvAny(ctx, tag, buf, accept)
 }
 
 // byeTimeout bounds the goodbye Close sends to each peer.

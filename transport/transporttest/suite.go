@@ -51,6 +51,12 @@ func Run(t *testing.T, newGroup NewGroupFunc) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { c.fn(t, newGroup) })
 	}
+	t.Run("AnySource", func(t *testing.T) {
+		if _, ok := newGroup(t, 1)[0].(transport.AnySource); !ok {
+			t.Skip("the endpoint does not implement transport.AnySource")
+		}
+		RunAnySource(t, newGroup)
+	})
 }
 
 func testCtx(t *testing.T) context.Context {

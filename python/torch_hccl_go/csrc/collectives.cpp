@@ -256,22 +256,37 @@ c10::intrusive_ptr<c10d::Work> HcclGoBackend::allgather(std::vector<std::vector<
   return handOver(std::move(work));
 }
 
+// outputTensorLists is indexed by rank, then by input (torch's and gloo's layout):
+// outputTensorLists[r][i] receives rank r's inputTensors[i].
 c10::intrusive_ptr<c10d::Work> HcclGoBackend::allgather_coalesced(
     std::vector<std::vector<at::Tensor>>& outputTensorLists, std::vector<at::Tensor>& inputTensors,
     const c10d::AllgatherOptions& opts) {
   const char* op = "all_gather_coalesced";
-  TORCH_CHECK_VALUE(outputTensorLists.size() == inputTensors.size(), "hccl_go: ", op, ": ", inputTensors.size(),
-                    " inputs but ", outputTensorLists.size(), " output lists");
+  TORCH_CHECK_VALUE(static_cast<int>(outputTensorLists.size()) == size_, "hccl_go: ", op,
+                    ": expected one output list per rank (world_size ", size_, "), got ", outputTensorLists.size());
+  for (size_t r = 0; r < outputTensorLists.size(); ++r) {
+    TORCH_CHECK_VALUE(outputTensorLists[r].size() == inputTensors.size(), "hccl_go: ", op, ": output list ", r,
+                      " holds ", outputTensorLists[r].size(), " tensors but there are ", inputTensors.size(),
+                      " inputs");
+  }
+  // perInput[i] is input i's all_gather output list: one tensor per rank.
+  std::vector<std::vector<at::Tensor>> perInput(inputTensors.size());
   for (size_t i = 0; i < inputTensors.size(); ++i) {
-    checkAllgatherList(outputTensorLists[i], inputTensors[i], op);
+    perInput[i].reserve(outputTensorLists.size());
+    for (auto& list : outputTensorLists) {
+      perInput[i].push_back(list[i]);
+    }
+    checkAllgatherList(perInput[i], inputTensors[i], op);
   }
   auto work = newWork(c10d::OpType::ALLGATHER_COALESCED, op, inputTensors, opts.timeout);
   {
     Issue is(*this, work, blocking(opts.asyncOp, opts.timeout));
-    std::vector<at::Tensor> outputs;
     for (size_t i = 0; i < inputTensors.size(); ++i) {
-      issueAllgatherList(is, outputTensorLists[i], inputTensors[i]);
-      outputs.insert(outputs.end(), outputTensorLists[i].begin(), outputTensorLists[i].end());
+      issueAllgatherList(is, perInput[i], inputTensors[i]);
+    }
+    std::vector<at::Tensor> outputs;
+    for (auto& list : outputTensorLists) {
+      outputs.insert(outputs.end(), list.begin(), list.end());
     }
     work->setOutputs(std::move(outputs));
   }

@@ -43,15 +43,25 @@ c10::intrusive_ptr<c10d::Work> HcclGoBackend::recv(std::vector<at::Tensor>& tens
     Issue is(*this, work);
     Buffer b = bufferOf(is.output(t, /*withData=*/false));
     is.call([&](hcclGoWork_t* h) { return hcclGoRecv(b.ptr, b.count, b.dtype, srcRank, utag, comm_, h); });
+    *work->sourceSlot() = srcRank;
     work->setOutputs(tensors);
   }
   return work;
 }
 
-c10::intrusive_ptr<c10d::Work> HcclGoBackend::recvAnysource(std::vector<at::Tensor>& /*tensors*/, int /*tag*/) {
-  TORCH_CHECK(false,
-              "hccl_go: recv from any source (src=None) is not supported; pass the source rank "
-              "explicitly (messages are matched by source and tag)");
+c10::intrusive_ptr<c10d::Work> HcclGoBackend::recvAnysource(std::vector<at::Tensor>& tensors, int tag) {
+  const char* op = "recv from any source";
+  at::Tensor& t = single(tensors, op, "tensor");
+  const uint32_t utag = checkedTag(tag, op);
+  auto work = newWork(c10d::OpType::RECVANYSOURCE, op, tensors, c10d::kUnsetTimeout, /*p2p=*/true);
+  {
+    Issue is(*this, work);
+    Buffer b = bufferOf(is.output(t, /*withData=*/false));
+    int* source = work->sourceSlot();
+    is.call([&](hcclGoWork_t* h) { return hcclGoRecvAny(b.ptr, b.count, b.dtype, utag, source, comm_, h); });
+    work->setOutputs(tensors);
+  }
+  return work;
 }
 
 }  // namespace hccl_go

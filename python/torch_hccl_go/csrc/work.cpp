@@ -217,4 +217,11 @@ std::chrono::milliseconds HcclGoWork::getTimeout() const {
   return timeout_;
 }
 
+int HcclGoWork::sourceRank() const {
+  TORCH_CHECK(retrieveOpType() == c10d::OpType::RECV || retrieveOpType() == c10d::OpType::RECVANYSOURCE, label(),
+              ": sourceRank() is only defined for receives");
+  TORCH_CHECK(finished_.load() && source_ >= 0, label(), ": sourceRank() of a receive that has not completed successfully");
+  return source_;
+}
+
 }  // namespace hccl_go

@@ -104,11 +104,20 @@ class HcclGoWork : public c10d::Work {
   c10::intrusive_ptr<c10::ivalue::Future> getFuture() override;
   uint64_t getSequencenumber() const override;
   std::chrono::milliseconds getTimeout() const override;
+  // The sender of a completed receive from any rank.
+  int sourceRank() const override;
+
+  // Where the library writes the sender of a receive from any rank; valid
+  // as long as this Work, which outlives the op.
+  int* sourceSlot() {
+    return &source_;
+  }
 
  private:
   // Completes f with this finished Work's outcome.
   void completeFuture(const c10::intrusive_ptr<c10::ivalue::Future>& f);
 
+  int source_ = -1;  // written by the library before the op completes
   const std::string name_;
   const uint64_t seq_;
   const std::chrono::milliseconds timeout_;

@@ -51,6 +51,7 @@ type Box struct {
 	landing map[*Incoming]struct{} // messages whose bytes are still arriving
 	closed  bool
 	peerErr []error // why each peer's link failed; nil while healthy
+	arrived uint64  // messages announced so far (Incoming.seq)
 
 	// Free lists, so that steady small-message traffic does not allocate.
 	freeReqs   []*request
@@ -85,6 +86,8 @@ func (b *Box) Arrive(peer int, tag transport.Tag, n int) (*Incoming, error) {
 		return nil, err
 	}
 	in := b.newIncoming(peer, n)
+	b.arrived++
+	in.seq = b.arrived
 	k := key{peer, tag}
 	q := b.queues[k]
 	if q != nil && len(q.posted) > 0 {
@@ -140,6 +143,39 @@ func (b *Box) Recv(ctx context.Context, peer int, tag transport.Tag, buf []byte)
 	}
 	q.posted = append(q.posted, req)
 	return b.await(ctx, k, req)
+}
+
+// TryRecvAny implements transport.AnySource: it takes, of the messages
+// under tag from the admitted peers that nobody has received yet, the one
+// that arrived first.
+func (b *Box) TryRecvAny(ctx context.Context, tag transport.Tag, buf []byte, accept func(peer int) bool) (int, bool, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return -1, false, transport.ErrClosed
+	}
+	var first *queue
+	from := -1
+	for p := range b.size {
+		if !accept(p) {
+			continue
+		}
+		q := b.queues[key{p, tag}]
+		if q != nil && len(q.arrived) > 0 && (first == nil || q.arrived[0].seq < first.arrived[0].seq) {
+			first, from = q, p
+		}
+	}
+	if first == nil {
+		for p, err := range b.peerErr {
+			if err != nil && accept(p) {
+				return -1, false, err
+			}
+		}
+		return -1, false, nil
+	}
+	in := popFront(&first.arrived)
+	b.dropIfEmpty(key{from, tag}, first)
+	return from, true, b.claim(ctx, in, tag, buf)
 }
 
 // claim hands a message that arrived before its Recv to that Recv. Called

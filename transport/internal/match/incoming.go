@@ -7,6 +7,7 @@ type Incoming struct {
 	box  *Box
 	peer int
 	n    int
+	seq  uint64 // arrival order in the box, for receives from any peer
 
 	// Guarded by box.mu.
 	target    []byte   // where bytes land: a Recv's buffer, own storage, or nil (discard)
