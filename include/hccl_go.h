@@ -59,7 +59,8 @@ typedef enum {
   hcclGoBfloat16 = 9,
   hcclGoBool = 10,
   hcclGoInt16 = 11,
-  hcclGoNumTypes = 12
+  hcclGoUint16 = 12,
+  hcclGoNumTypes = 13
 } hcclGoDataType_t;
 
 /* Reduction operators. PREMUL_SUM takes its scalar as an argument of the

@@ -33,6 +33,7 @@ var specials = map[DType][]uint64{
 	Int8:   {0x80, 0x7f, 0xff, 0, 1},
 	Uint8:  {0xff, 0, 1, 0x80, 0x7f},
 	Int16:  {0x8000, 0x7fff, 0xffff, 0, 1},
+	Uint16: {0xffff, 0, 1, 0x8000},
 	Int32:  {0x80000000, 0x7fffffff, 0xffffffff, 0, 1},
 	Uint32: {0xffffffff, 0, 1, 0x80000000},
 	Int64:  {1 << 63, 1<<63 - 1, math.MaxUint64, 0, 1},

@@ -4,7 +4,7 @@ package reduce
 // must agree with them bit for bit (see cgo_test.go).
 
 type integer interface {
-	~int8 | ~uint8 | ~int16 | ~int32 | ~uint32 | ~int64 | ~uint64
+	~int8 | ~uint8 | ~int16 | ~uint16 | ~int32 | ~uint32 | ~int64 | ~uint64
 }
 
 type float interface{ ~float32 | ~float64 }
@@ -21,6 +21,8 @@ func reduceGo(dt DType, op Op, dst, a, b []byte) {
 		reduceInts(op, view[uint8](dst), view[uint8](a), view[uint8](b))
 	case Int16:
 		reduceInts(op, view[int16](dst), view[int16](a), view[int16](b))
+	case Uint16:
+		reduceInts(op, view[uint16](dst), view[uint16](a), view[uint16](b))
 	case Int32:
 		reduceInts(op, view[int32](dst), view[int32](a), view[int32](b))
 	case Uint32:

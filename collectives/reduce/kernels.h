@@ -14,7 +14,7 @@
 enum {
     HG_INT8 = 0, HG_UINT8 = 1, HG_INT32 = 2, HG_UINT32 = 3, HG_INT64 = 4,
     HG_UINT64 = 5, HG_FLOAT16 = 6, HG_FLOAT32 = 7, HG_FLOAT64 = 8,
-    HG_BFLOAT16 = 9, HG_BOOL = 10, HG_INT16 = 11,
+    HG_BFLOAT16 = 9, HG_BOOL = 10, HG_INT16 = 11, HG_UINT16 = 12,
 };
 enum {
     HG_SUM = 0, HG_PROD = 1, HG_MAX = 2, HG_MIN = 3, HG_AVG = 4,

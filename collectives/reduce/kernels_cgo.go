@@ -43,7 +43,7 @@ var _ = [...]struct{}{
 	zeroIndex{}[C.HG_INT8-int(Int8)], zeroIndex{}[C.HG_UINT8-int(Uint8)], zeroIndex{}[C.HG_INT16-int(Int16)],
 	zeroIndex{}[C.HG_INT32-int(Int32)], zeroIndex{}[C.HG_UINT32-int(Uint32)], zeroIndex{}[C.HG_INT64-int(Int64)],
 	zeroIndex{}[C.HG_UINT64-int(Uint64)], zeroIndex{}[C.HG_FLOAT16-int(Float16)], zeroIndex{}[C.HG_FLOAT32-int(Float32)],
-	zeroIndex{}[C.HG_FLOAT64-int(Float64)], zeroIndex{}[C.HG_BFLOAT16-int(BFloat16)], zeroIndex{}[C.HG_BOOL-int(Bool)],
+	zeroIndex{}[C.HG_FLOAT64-int(Float64)], zeroIndex{}[C.HG_BFLOAT16-int(BFloat16)], zeroIndex{}[C.HG_BOOL-int(Bool)], zeroIndex{}[C.HG_UINT16-int(Uint16)],
 	zeroIndex{}[C.HG_SUM-int(Sum)], zeroIndex{}[C.HG_PROD-int(Prod)], zeroIndex{}[C.HG_MAX-int(Max)], zeroIndex{}[C.HG_MIN-int(Min)],
 	zeroIndex{}[C.HG_AVG-int(Avg)], zeroIndex{}[C.HG_PREMULSUM-int(PreMulSum)], zeroIndex{}[C.HG_BAND-int(Band)],
 	zeroIndex{}[C.HG_BOR-int(Bor)], zeroIndex{}[C.HG_BXOR-int(Bxor)],

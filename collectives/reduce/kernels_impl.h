@@ -300,6 +300,7 @@ static inline void vstore_f16(unsigned char *p, v_f32 f) {
 DEFINE_INT_OPS(int8_t, v_i8, v_u8)
 DEFINE_INT_OPS(uint8_t, v_u8, v_u8)
 DEFINE_INT_OPS(int16_t, v_i16, v_u16)
+DEFINE_INT_OPS(uint16_t, v_u16, v_u16)
 DEFINE_INT_OPS(int32_t, v_i32, v_u32)
 DEFINE_INT_OPS(uint32_t, v_u32, v_u32)
 DEFINE_INT_OPS(int64_t, v_i64, v_u64)
@@ -567,6 +568,7 @@ int HG_SFX(hg_reduce)(int dt, int op, void *dst, const void *a, const void *b, s
     case HG_INT8: return reduce_int8_t(op, d, x, y, nb);
     case HG_UINT8: return reduce_uint8_t(op, d, x, y, nb);
     case HG_INT16: return reduce_int16_t(op, d, x, y, nb);
+    case HG_UINT16: return reduce_uint16_t(op, d, x, y, nb);
     case HG_INT32: return reduce_int32_t(op, d, x, y, nb);
     case HG_UINT32: return reduce_uint32_t(op, d, x, y, nb);
     case HG_INT64: return reduce_int64_t(op, d, x, y, nb);

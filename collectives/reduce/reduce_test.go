@@ -28,6 +28,8 @@ func TestReduceSemantics(t *testing.T) {
 		{"uint8 bitwise xor", Uint8, Bxor, raw[uint8](0xf0, 0xff), raw[uint8](0x3c, 0x0f), raw[uint8](0xcc, 0xf0)},
 		{"int16 sum wraps", Int16, Sum, raw[int16](32767, -5), raw[int16](1, 3), raw[int16](-32768, -2)},
 		{"int16 xor", Int16, Bxor, raw[int16](-1, 0x0ff0), raw[int16](0x00ff, 0x0f0f), raw[int16](-256, 0x00ff)},
+		{"uint16 sum wraps", Uint16, Sum, raw[uint16](65535, 5), raw[uint16](1, 3), raw[uint16](0, 8)},
+		{"uint16 max is unsigned", Uint16, Max, raw[uint16](0x8000, 1), raw[uint16](1, 0xffff), raw[uint16](0x8000, 0xffff)},
 		{"int32 sum wraps", Int32, Sum, raw[int32](math.MaxInt32, -1), raw[int32](1, -2), raw[int32](math.MinInt32, -3)},
 		{"int32 prod", Int32, Prod, raw[int32](65536, -7), raw[int32](65536, 6), raw[int32](0, -42)},
 		{"uint32 max unsigned", Uint32, Max, raw[uint32](math.MaxUint32, 3), raw[uint32](1, 4), raw[uint32](math.MaxUint32, 4)},

@@ -17,6 +17,8 @@ func scaleGo(dt DType, dst, src []byte, factor float64) {
 		scaleInts(view[uint8](dst), view[uint8](src), factor)
 	case Int16:
 		scaleInts(view[int16](dst), view[int16](src), factor)
+	case Uint16:
+		scaleInts(view[uint16](dst), view[uint16](src), factor)
 	case Int32:
 		scaleInts(view[int32](dst), view[int32](src), factor)
 	case Uint32:
@@ -52,6 +54,8 @@ func divideGo(dt DType, buf []byte, n int) {
 		divUnsigned(view[uint8](buf), n)
 	case Int16:
 		divSigned(view[int16](buf), n)
+	case Uint16:
+		divUnsigned(view[uint16](buf), n)
 	case Int32:
 		divSigned(view[int32](buf), n)
 	case Uint32:

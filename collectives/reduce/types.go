@@ -24,7 +24,8 @@ const (
 	BFloat16  DType = 9
 	Bool      DType = 10
 	Int16     DType = 11
-	numDTypes       = 12
+	Uint16    DType = 12
+	numDTypes       = 13
 )
 
 var dtypeInfo = [numDTypes]struct {
@@ -34,10 +35,11 @@ var dtypeInfo = [numDTypes]struct {
 	Int8: {"int8", 1}, Uint8: {"uint8", 1}, Int32: {"int32", 4}, Uint32: {"uint32", 4},
 	Int64: {"int64", 8}, Uint64: {"uint64", 8}, Float16: {"float16", 2}, Float32: {"float32", 4},
 	Float64: {"float64", 8}, BFloat16: {"bfloat16", 2}, Bool: {"bool", 1}, Int16: {"int16", 2},
+	Uint16: {"uint16", 2},
 }
 
 // AllDTypes lists every supported element type, for tests and validation.
-var AllDTypes = []DType{Int8, Uint8, Int32, Uint32, Int64, Uint64, Float16, Float32, Float64, BFloat16, Bool, Int16}
+var AllDTypes = []DType{Int8, Uint8, Int32, Uint32, Int64, Uint64, Float16, Float32, Float64, BFloat16, Bool, Int16, Uint16}
 
 // Valid reports whether d is a known element type.
 func (d DType) Valid() bool { return d >= 0 && d < numDTypes }

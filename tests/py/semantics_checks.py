@@ -8,6 +8,8 @@ to compare or to agree on results.
 
 from __future__ import annotations
 
+import functools
+import operator
 import threading
 import time
 import traceback
@@ -184,6 +186,77 @@ def check_coalescing_manager(ctx) -> None:
         dist.all_reduce(b)
     cm.wait()
     assert torch.all(a == world) and torch.all(b == 2.0 * world)
+
+
+def check_all_gather_coalesced(ctx) -> None:
+    """all_gather_coalesced fills output_lists[r][i] with rank r's input i (torch's layout),
+    for inputs of different shapes (torch requires one dtype)."""
+    rank, world = ctx.rank, ctx.world_size
+    inputs = [torch.full((3,), float(rank)), torch.arange(5.0) * (rank + 1), torch.zeros(0)]
+    outputs = [[torch.empty_like(t) for t in inputs] for _ in range(world)]
+    dist.all_gather_coalesced(outputs, inputs)
+    for r in range(world):
+        assert torch.equal(outputs[r][0], torch.full((3,), float(r))), (r, outputs[r][0])
+        assert torch.equal(outputs[r][1], torch.arange(5.0) * (r + 1)), (r, outputs[r][1])
+        assert outputs[r][2].numel() == 0
+
+
+def check_recv_any_source(ctx) -> None:
+    """recv without src takes each sender's message once and reports its rank, blocking
+    and through irecv; the message from a rank that sends late is not confused with another."""
+    rank, world = ctx.rank, ctx.world_size
+    for round_ in range(2):
+        if rank == 0:
+            seen = {}
+            for _ in range(world - 1):
+                t = torch.empty(4)
+                if round_ == 0:
+                    src = dist.recv(t)
+                else:
+                    w = dist.irecv(t)
+                    w.wait()
+                    src = w._source_rank()
+                seen[src] = t.clone()
+            assert sorted(seen) == list(range(1, world)), sorted(seen)
+            for src, t in seen.items():
+                assert torch.equal(t, torch.full((4,), float(src * 10 + round_))), (src, t)
+        else:
+            time.sleep(0.01 * rank)  # senders arrive at different times
+            dist.send(torch.full((4,), float(rank * 10 + round_)), dst=0)
+        dist.barrier()
+
+
+def check_narrow_dtypes(ctx) -> None:
+    """uint16 reduces exactly (wrapping, unsigned order); float8 tensors move bit for bit and
+    their reductions are refused by name."""
+    rank, world = ctx.rank, ctx.world_size
+    values = [(r * 30011 + 7) % 65536 for r in range(world)]
+    for op, ref in (
+        (dist.ReduceOp.SUM, sum(values) % 65536),
+        (dist.ReduceOp.MAX, max(values)),
+        (dist.ReduceOp.BXOR, functools.reduce(operator.xor, values)),
+    ):
+        t = torch.tensor([values[rank]] * 5, dtype=torch.int32).to(torch.uint16)
+        dist.all_reduce(t, op=op)
+        got = t.to(torch.int32).tolist()
+        assert got == [ref] * 5, (op, got, ref)
+
+    for dtype in (torch.float8_e4m3fn, torch.float8_e5m2):
+        bits = (torch.arange(7, dtype=torch.int32) * 37 + rank).to(torch.uint8)
+        mine = bits.view(dtype)
+        out = [torch.empty(7, dtype=dtype) for _ in range(world)]
+        dist.all_gather(out, mine)
+        for r in range(world):
+            assert torch.equal(out[r].view(torch.uint8), (torch.arange(7, dtype=torch.int32) * 37 + r).to(torch.uint8))
+        b = mine.clone()
+        dist.broadcast(b, src=world - 1)
+        assert torch.equal(b.view(torch.uint8), (torch.arange(7, dtype=torch.int32) * 37 + world - 1).to(torch.uint8))
+    _expect_error(
+        "all_reduce of a float8 tensor",
+        lambda: dist.all_reduce(torch.zeros(4, dtype=torch.float8_e5m2)),
+        ("float8_e5m2",),
+    )
+    dist.barrier()  # the refusal left the group usable
 
 
 def _expect_error(what: str, fn: Callable, keywords: tuple[str, ...]) -> str:
@@ -410,6 +483,9 @@ CHECKS: list[Callable] = [
     check_future_then,
     check_object_collectives,
     check_coalescing_manager,
+    check_all_gather_coalesced,
+    check_recv_any_source,
+    check_narrow_dtypes,
     check_bad_inputs,
     check_non_contiguous,
     check_listen_options,

@@ -31,6 +31,8 @@ const char* dtypeName(at::ScalarType type) {
       return "uint8";
     case at::kBool:
       return "bool";
+    case at::kUInt16:
+      return "uint16";
     case at::kUInt32:
       return "uint32";
     case at::kUInt64:
@@ -47,8 +49,15 @@ const char* dtypeName(at::ScalarType type) {
 }
 
 const char* kSupportedDtypes =
-    "float32, float64, float16, bfloat16, int8, int16, int32, int64, uint8, uint32, uint64, bool "
-    "(complex64/complex128/complex32 as pairs of reals)";
+    "float32, float64, float16, bfloat16, int8, int16, int32, int64, uint8, uint16, uint32, uint64, bool "
+    "(complex64/complex128/complex32 as pairs of reals); float8 and float4_e2m1fn_x2 in every op but "
+    "reductions";
+
+// Float8 and packed float4 tensors move as bytes; no reduction is defined
+// for them here.
+bool movesAsBytes(at::ScalarType type) {
+  return at::isFloat8Type(type) || type == at::kFloat4_e2m1fn_x2;
+}
 
 const char* opName(c10d::ReduceOp::RedOpType op) {
   switch (op) {
@@ -133,11 +142,16 @@ std::optional<hcclGoDataType_t> goDtype(at::ScalarType type) {
       return hcclGoUint8;
     case at::kBool:
       return hcclGoBool;
+    case at::kUInt16:
+      return hcclGoUint16;
     case at::kUInt32:
       return hcclGoUint32;
     case at::kUInt64:
       return hcclGoUint64;
     default:
+      if (movesAsBytes(type)) {
+        return hcclGoUint8;
+      }
       return std::nullopt;
   }
 }
@@ -183,6 +197,9 @@ at::Tensor& single(std::vector<at::Tensor>& tensors, const char* op, const char*
 }
 
 Reduction reductionFor(const c10d::ReduceOp& op, at::ScalarType type, const char* opName_) {
+  TORCH_CHECK_VALUE(!movesAsBytes(type), "hccl_go: ", opName_, ": reductions of ", dtypeName(type),
+                    " tensors are not supported (broadcast, all_gather, all_to_all, gather, scatter and send/recv "
+                    "move them); reduce in bfloat16 or float32 instead");
   const bool integral = at::isIntegralType(type, /*includeBool=*/true);
   const bool complex = at::isComplexType(type);
   Reduction r;
