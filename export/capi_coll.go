@@ -299,10 +299,10 @@ func goRecv(recv unsafe.Pointer, count C.size_t, dt C.hcclGoDataType_t, peer C.i
 //export goRecvAny
 func goRecvAny(recv unsafe.Pointer, count C.size_t, dt C.hcclGoDataType_t, tag C.uint32_t, source *C.int, h C.hcclGoComm_t, out *C.hcclGoWork_t) (rc C.hcclGoResult_t) {
 	defer recoverPanic(&rc)
-	if source == nil {
-		return fail(nil, invalid("recv from any rank: source is NULL"))
-	}
 	return issue(h, out, func(c *pgbackend.Communicator) (*streams.Work, error) {
+		if source == nil {
+			return nil, invalid("recv from any rank: source is NULL")
+		}
 		r, err := cBuf("recvbuff", recv, count, reduce.DType(dt))
 		if err != nil {
 			return nil, err

@@ -174,6 +174,39 @@ static void testEventWait(hcclGoComm_t comm, int rank, int nranks) {
   free(z);
 }
 
+/* Every other rank sends rank 0 one message under one tag; rank 0 receives them
+ * from any source, the first blocking, the rest through work handles, and gets
+ * each sender once with its own value. */
+static void testRecvAny(hcclGoComm_t comm, int rank, int nranks) {
+  enum { TAG = 9 };
+  if (rank != 0) {
+    int32_t v = rank * 100;
+    OK(hcclGoSend(&v, 1, hcclGoInt32, 0, TAG, comm, NULL));
+    return;
+  }
+  int32_t got[64];
+  int src[64];
+  hcclGoWork_t w[64];
+  for (int i = 0; i < nranks - 1; i++) {
+    src[i] = -1;
+    OK(hcclGoRecvAny(&got[i], 1, hcclGoInt32, TAG, &src[i], comm, i == 0 ? NULL : &w[i]));
+  }
+  for (int i = 1; i < nranks - 1; i++) {
+    waitWork(w[i], "recv from any rank");
+    OK(hcclGoWorkFree(w[i]));
+  }
+  int seen[64] = {0};
+  for (int i = 0; i < nranks - 1; i++) {
+    CHECK(src[i] >= 1 && src[i] < nranks, "recv from any rank: source %d", src[i]);
+    CHECK(got[i] == src[i] * 100, "recv from any rank: %d from rank %d", got[i], src[i]);
+    seen[src[i]]++;
+  }
+  for (int r = 1; r < nranks; r++) CHECK(seen[r] == 1, "rank %d's message received %d times", r, seen[r]);
+  int32_t x;
+  expectError(hcclGoRecvAny(&x, 1, hcclGoInt32, TAG, NULL, comm, NULL), hcclGoInvalidArgument, comm, "source is NULL");
+  printf("rank 0: received from any source the messages of %d ranks\n", nranks - 1);
+}
+
 static void testBadInput(hcclGoComm_t comm, int nstreams) {
   hcclGoWork_t e, m;
   OK(hcclGoEventRecord(comm, 0, &e));
@@ -220,6 +253,7 @@ int main(int argc, char** argv) {
 
   for (int s = 0; s < nstreams; s++) testInOrder(comm, s, nranks);
   testEventWait(comm, rank, nranks);
+  testRecvAny(comm, rank, nranks);
   testBadInput(comm, nstreams);
 
   hcclGoWork_t w;
