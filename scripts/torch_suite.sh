@@ -12,6 +12,7 @@
 #   WORLD_SIZE        ranks per test (default 3)
 #   SUITE_PASSES      passes to run (default "gloo mpi"; "hccl_go" gates on hccl_go's own name)
 #   SUITE_MPI_FILTER  the tests of the mpi pass (default: the all_to_all tests)
+#   SUITE_TESTS       test names (test_broadcast ...): run exactly these in every pass
 #   SUITE_JUNIT_DIR   where to write one JUnit XML per pass (default: none)
 set -euo pipefail
 
@@ -24,8 +25,12 @@ cd "$ROOT/tests/torch_suite"
 export WORLD_SIZE="${WORLD_SIZE:-3}"
 rc=0
 for gates in ${SUITE_PASSES:-gloo mpi}; do
+  targets=(torch_suite.py)
   args=(-q -ra -p no:cacheprovider "$@")
-  if [[ "$gates" == mpi ]]; then
+  if [[ -n "${SUITE_TESTS:-}" ]]; then
+    targets=()
+    for t in $SUITE_TESTS; do targets+=("torch_suite.py::TestDistBackendWithSpawn::$t"); done
+  elif [[ "$gates" == mpi ]]; then
     args+=(-k "${SUITE_MPI_FILTER:-all_to_all}")
   fi
   if [[ -n "${SUITE_JUNIT_DIR:-}" ]]; then
@@ -33,6 +38,6 @@ for gates in ${SUITE_PASSES:-gloo mpi}; do
     args+=(--junitxml "$SUITE_JUNIT_DIR/torch_suite_$gates.xml")
   fi
   printf '\n=== torch distributed suite, gates read "%s", world %s\n' "$gates" "$WORLD_SIZE" >&2
-  HCCL_GO_SUITE_GATES_AS="$gates" "$PY" -m pytest torch_suite.py "${args[@]}" || rc=$?
+  HCCL_GO_SUITE_GATES_AS="$gates" "$PY" -m pytest "${targets[@]}" "${args[@]}" || rc=$?
 done
 exit "$rc"

@@ -1,8 +1,8 @@
 """Reliability and security of the hccl_go backend (issue 8), through torch:
 
 - kill -9 of one rank during a stream of all_reduces at world 4: every survivor's
-  pending and later ops raise an error naming the dead rank and the op, well
-  within timeout + 2 s (HCCL_GO_RELIABILITY_TRIALS trials per route, default 3;
+  pending and later ops raise an error naming the dead rank and the op within 2 s,
+  with an op timeout of 60 s (HCCL_GO_RELIABILITY_TRIALS trials per route, default 3;
   the acceptance run uses 20);
 - a rank that sleeps makes the others time out with an error naming the op, the
   rank not arrived and the time waited; the flight-recorder dumps of all ranks
@@ -37,7 +37,8 @@ pytestmark = pytest.mark.skipif(BACKEND != "hccl_go", reason="checks hccl_go spe
 
 WORLD = 4
 TRIALS = int(os.environ.get("HCCL_GO_RELIABILITY_TRIALS", "3"))
-OP_TIMEOUT = 10.0  # the process group's timeout in the kill trials
+OP_TIMEOUT = 60.0  # the process group's timeout in the kill trials: far above NOTICE_S
+NOTICE_S = 2.0  # every survivor fails within this of the kill (0.1-0.3 s here; margin for load)
 ROUTES = {"arena": {}, "tcp": {"HCCL_GO_TRANSPORT": "tcp"}}
 
 
@@ -106,7 +107,7 @@ def kill_trial(env: dict, seed: int) -> float:
         for m in r["others"][:-1]:
             assert m == "completed" or f"rank {victim}" in m, f"rank {rank}: a pending op: {m}"
         assert r["later_s"] < 1.0, f"rank {rank}: a later op took {r['later_s']:.2f} s to fail"
-        assert r["latency"] < OP_TIMEOUT + 2, f"rank {rank}: failed {r['latency']:.1f} s after the kill"
+        assert r["latency"] < NOTICE_S, f"rank {rank}: failed {r['latency']:.1f} s after the kill"
     leftover = leftover_shm(shm_before)
     assert not leftover, f"shared-memory files left after kill -9: {leftover}"
     return max(r["latency"] for r in results.values())

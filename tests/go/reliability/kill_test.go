@@ -19,6 +19,10 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// noticeDeadline bounds the time from a kill to every survivor's error. The
+// library notices in 0.1-0.3 s here; the margin is for a loaded machine.
+const noticeDeadline = 2 * time.Second
+
 // killRoutes are the ways a single-host job moves data; each is tried.
 var killRoutes = []struct {
 	name string
@@ -42,7 +46,8 @@ func trials(t *testing.T) int {
 
 // A rank killed with SIGKILL during a stream of all_reduces at world 4:
 // every survivor's op fails with an error naming the dead rank and the op,
-// within about a second, and so does every later op, at once.
+// within noticeDeadline (the op timeout is 60 s: the death must be noticed, not
+// waited out), and so does every later op, at once.
 func TestKillNineAtWorldFour(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts processes")
@@ -60,7 +65,7 @@ func TestKillNineAtWorldFour(t *testing.T) {
 						assert.Contains(t, msg, fmt.Sprintf("rank %d", victim), "trial %d rank %d", trial, r.Rank)
 						assert.Contains(t, msg, "allreduce seq", "trial %d rank %d", trial, r.Rank)
 					}
-					assert.Less(t, r.LatencyMs, float64((rankTimeout + 2*time.Second).Milliseconds()))
+					assert.Less(t, r.LatencyMs, float64(noticeDeadline.Milliseconds()), "trial %d rank %d noticed the death late", trial, r.Rank)
 					assert.Less(t, r.LaterMs, 100.0, "a later op must fail at once")
 					worst = max(worst, r.LatencyMs)
 				}
@@ -97,7 +102,7 @@ func runKillTrial(t *testing.T, env []string, world, victim, killAfter int) []su
 	}()
 	select {
 	case <-done:
-	case <-time.After(rankTimeout + 20*time.Second):
+	case <-time.After(noticeDeadline + 60*time.Second):
 		for _, p := range procs {
 			_ = p.Process.Kill()
 		}

@@ -28,8 +28,9 @@ const (
 	envKillAfter = "HCCL_GO_REL_KILL_AFTER"
 )
 
-// rankTimeout is the op timeout of the rank processes.
-const rankTimeout = 10 * time.Second
+// rankTimeout is the op timeout of the rank processes: far above
+// noticeDeadline, so that a survivor that only timed out fails the kill test.
+const rankTimeout = 60 * time.Second
 
 // survivorReport is what a surviving rank prints as its last line.
 type survivorReport struct {
