@@ -19,15 +19,13 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import threading
 import time
 
 import torch
 import torch.distributed as dist
 import torch.nn as nn
-from torch.nn.parallel import DistributedDataParallel as DDP
-
 import torch_hccl_go  # noqa: F401  (registers the backend)
+from torch.nn.parallel import DistributedDataParallel as DDP
 
 FIELDS = ("start", "forward", "issue", "done", "backward", "step")
 
@@ -127,8 +125,14 @@ def main() -> int:
         out[name] = summarize(torch.stack(gathered))
         out[name]["optimizer_cpu_wall_ms_per_rank"] = [o[0].tolist() for o in opts]
     if rank == 0:
-        print(f"# DDP step timeline, world {world}, {args.steps} steps after {args.warmup}; ms from the first rank's start, medians")
-        print(f"{'backend':>8} {'fwd':>6} {'issued 1st/last':>15} {'done 1st/last':>15} {'ar':>6} {'bwd':>6} {'step':>6}   optimizer CPU/wall per rank")
+        print(
+            f"# DDP step timeline, world {world}, {args.steps} steps after {args.warmup}; "
+            "ms from the first rank's start, medians"
+        )
+        print(
+            f"{'backend':>8} {'fwd':>6} {'issued 1st/last':>15} {'done 1st/last':>15} {'ar':>6} {'bwd':>6} "
+            f"{'step':>6}   optimizer CPU/wall per rank"
+        )
         for name, s in out.items():
             opt = " ".join(f"{c:.1f}/{w:.1f}" for c, w in s["optimizer_cpu_wall_ms_per_rank"])
             print(f"{name:>8} {s['forward_last']:6.1f} {s['issue_first']:7.1f}/{s['issue_last']:<7.1f} "

@@ -29,7 +29,6 @@ from datetime import timedelta
 
 import torch
 import torch.distributed as dist
-
 import torch_hccl_go
 from torch_hccl_go.bench.sizes import format_size, parse_sizes
 from torch_hccl_go.stats import delta, stats
@@ -76,7 +75,10 @@ def main(argv: list[str] | None = None) -> int:
             r = row["local_ranks"]
             row["arena_busbw_gbps"] = 2 * (r - 1) / r * size / row["arena_s"] / 1e9 if row["arena_s"] > 0 else None
         print(f"# hierarchical all_reduce of {format_size(size)}, world {world}, median of {args.iters} calls")
-        print(f"{'rank':>4} {'local':>5} {'algo':>6} {'wall s':>8} {'arena s':>8} {'inter s':>8} {'arena busbw GB/s':>17}")
+        print(
+            f"{'rank':>4} {'local':>5} {'algo':>6} {'wall s':>8} {'arena s':>8} {'inter s':>8} "
+            f"{'arena busbw GB/s':>17}"
+        )
         for row in rows:
             bw = row["arena_busbw_gbps"]
             print(
@@ -85,7 +87,8 @@ def main(argv: list[str] | None = None) -> int:
             )
         if args.json:
             with open(args.json, "w") as f:
-                json.dump({"size": size, "world": world, "iters": args.iters, "env": _hccl_env(), "ranks": rows}, f, indent=1)
+                record = {"size": size, "world": world, "iters": args.iters, "env": _hccl_env(), "ranks": rows}
+                json.dump(record, f, indent=1)
     dist.destroy_process_group(group)
     dist.destroy_process_group()
     return 0

@@ -3,12 +3,13 @@
 // threads no longer exist and any call into Go could hang), counts the
 // calling thread (maxprocs.go), and keeps its Go processor in order
 // (processor.go); then it hands over to its go* implementation in capi_*.go.
+#include "hccl_go.h"
+
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#include "hccl_go.h"
 #include "_cgo_export.h"
 #include "lane.h"
 
@@ -110,10 +111,10 @@ __attribute__((visibility("hidden"))) void hccl_go_entering(void) {
 }
 
 // Every entry point: refuse in a forked child, then hccl_go_entering.
-#define HCCL_GO_ENTER()                                                          \
-  do {                                                                           \
+#define HCCL_GO_ENTER()                                                           \
+  do {                                                                            \
     if (hccl_go_needs_attention() && hccl_go_forked()) return hcclGoInvalidUsage; \
-    hccl_go_entering();                                                          \
+    hccl_go_entering();                                                           \
   } while (0)
 
 void hcclGoInvokeCallback(hcclGoCallback_t cb, void* userData, hcclGoWork_t work, hcclGoResult_t status,
@@ -129,16 +130,26 @@ hcclGoResult_t hcclGoGetVersion(int* version) {
 
 const char* hcclGoGetErrorString(hcclGoResult_t r) {
   switch (r) {
-    case hcclGoSuccess: return "no error";
-    case hcclGoInvalidArgument: return "invalid argument";
-    case hcclGoInvalidUsage: return "invalid usage";
-    case hcclGoSystemError: return "system error";
-    case hcclGoRemoteError: return "remote process failed";
-    case hcclGoTimeout: return "timed out";
-    case hcclGoInternalError: return "internal error";
-    case hcclGoInProgress: return "in progress";
-    case hcclGoAborted: return "aborted";
-    default: return "unknown result code";
+    case hcclGoSuccess:
+      return "no error";
+    case hcclGoInvalidArgument:
+      return "invalid argument";
+    case hcclGoInvalidUsage:
+      return "invalid usage";
+    case hcclGoSystemError:
+      return "system error";
+    case hcclGoRemoteError:
+      return "remote process failed";
+    case hcclGoTimeout:
+      return "timed out";
+    case hcclGoInternalError:
+      return "internal error";
+    case hcclGoInProgress:
+      return "in progress";
+    case hcclGoAborted:
+      return "aborted";
+    default:
+      return "unknown result code";
   }
 }
 
@@ -230,8 +241,8 @@ hcclGoResult_t hcclGoAllReduce(const void* sendbuff, void* recvbuff, size_t coun
   return goAllReduce((void*)sendbuff, recvbuff, count, datatype, op, preMulScalar, comm, stream, work);
 }
 
-hcclGoResult_t hcclGoBroadcast(const void* sendbuff, void* recvbuff, size_t count, hcclGoDataType_t datatype,
-                               int root, hcclGoComm_t comm, int stream, hcclGoWork_t* work) {
+hcclGoResult_t hcclGoBroadcast(const void* sendbuff, void* recvbuff, size_t count, hcclGoDataType_t datatype, int root,
+                               hcclGoComm_t comm, int stream, hcclGoWork_t* work) {
   HCCL_GO_ENTER();
   return goBroadcast((void*)sendbuff, recvbuff, count, datatype, root, comm, stream, work);
 }
@@ -249,19 +260,19 @@ hcclGoResult_t hcclGoAllGather(const void* sendbuff, void* recvbuff, size_t send
   return goAllGather((void*)sendbuff, recvbuff, sendcount, datatype, comm, stream, work);
 }
 
-hcclGoResult_t hcclGoReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
-                                   hcclGoDataType_t datatype, hcclGoRedOp_t op, double preMulScalar,
-                                   hcclGoComm_t comm, int stream, hcclGoWork_t* work) {
+hcclGoResult_t hcclGoReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount, hcclGoDataType_t datatype,
+                                   hcclGoRedOp_t op, double preMulScalar, hcclGoComm_t comm, int stream,
+                                   hcclGoWork_t* work) {
   HCCL_GO_ENTER();
   return goReduceScatter((void*)sendbuff, recvbuff, recvcount, datatype, op, preMulScalar, comm, stream, work);
 }
 
 hcclGoResult_t hcclGoReduceScatterV(const void* sendbuff, void* recvbuff, const size_t* recvcounts,
-                                    hcclGoDataType_t datatype, hcclGoRedOp_t op, double preMulScalar,
-                                    hcclGoComm_t comm, int stream, hcclGoWork_t* work) {
+                                    hcclGoDataType_t datatype, hcclGoRedOp_t op, double preMulScalar, hcclGoComm_t comm,
+                                    int stream, hcclGoWork_t* work) {
   HCCL_GO_ENTER();
-  return goReduceScatterV((void*)sendbuff, recvbuff, (size_t*)recvcounts, datatype, op, preMulScalar, comm,
-                          stream, work);
+  return goReduceScatterV((void*)sendbuff, recvbuff, (size_t*)recvcounts, datatype, op, preMulScalar, comm, stream,
+                          work);
 }
 
 hcclGoResult_t hcclGoAllGatherV(const void* sendbuff, void* recvbuff, const size_t* recvcounts,
@@ -270,9 +281,9 @@ hcclGoResult_t hcclGoAllGatherV(const void* sendbuff, void* recvbuff, const size
   return goAllGatherV((void*)sendbuff, recvbuff, (size_t*)recvcounts, datatype, comm, stream, work);
 }
 
-hcclGoResult_t hcclGoAllToAllV(const void* sendbuff, const size_t* sendcounts, const size_t* sdispls,
-                               void* recvbuff, const size_t* recvcounts, const size_t* rdispls,
-                               hcclGoDataType_t datatype, hcclGoComm_t comm, int stream, hcclGoWork_t* work) {
+hcclGoResult_t hcclGoAllToAllV(const void* sendbuff, const size_t* sendcounts, const size_t* sdispls, void* recvbuff,
+                               const size_t* recvcounts, const size_t* rdispls, hcclGoDataType_t datatype,
+                               hcclGoComm_t comm, int stream, hcclGoWork_t* work) {
   HCCL_GO_ENTER();
   return goAllToAllV((void*)sendbuff, (size_t*)sendcounts, (size_t*)sdispls, recvbuff, (size_t*)recvcounts,
                      (size_t*)rdispls, datatype, comm, stream, work);
@@ -354,12 +365,11 @@ hcclGoResult_t hcclGoWorkDrive(hcclGoWork_t work) {
   return goWorkDrive(work);
 }
 
-hcclGoResult_t hcclGoSparseAllReduce(const int64_t* indices, const void* values, size_t nnz,
-                                     hcclGoDataType_t datatype, void* denseOut, size_t denseCount,
-                                     hcclGoComm_t comm, int stream, hcclGoWork_t* work) {
+hcclGoResult_t hcclGoSparseAllReduce(const int64_t* indices, const void* values, size_t nnz, hcclGoDataType_t datatype,
+                                     void* denseOut, size_t denseCount, hcclGoComm_t comm, int stream,
+                                     hcclGoWork_t* work) {
   HCCL_GO_ENTER();
-  return goSparseAllReduce((int64_t*)indices, (void*)values, nnz, datatype, denseOut, denseCount, comm, stream,
-                           work);
+  return goSparseAllReduce((int64_t*)indices, (void*)values, nnz, datatype, denseOut, denseCount, comm, stream, work);
 }
 
 hcclGoResult_t hcclGoCommStats(hcclGoComm_t comm, char* buf, size_t len) {

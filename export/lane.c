@@ -12,6 +12,8 @@
 // over, posted, to goLaneFinish, which finishes it with Go's wait
 // (deadline, dead peers, sleep), mismatch errors and failure handling.
 #define _GNU_SOURCE
+#include "lane.h"
+
 #include <limits.h>
 #include <linux/futex.h>
 #include <pthread.h>
@@ -22,9 +24,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "kernels.h"
-#include "lane.h"
 #include "_cgo_export.h"
+#include "kernels.h"
 
 // ---- the table of lanes ---------------------------------------------------
 
@@ -45,9 +46,7 @@ static struct hg_lane_place hg_places[HG_LANE_PLACES];
 static int hg_registered;  // lanes registered: none, no search
 static pthread_mutex_t hg_places_mu = PTHREAD_MUTEX_INITIALIZER;
 
-struct hg_lane* hg_lane_new(void) {
-  return calloc(1, sizeof(struct hg_lane));
-}
+struct hg_lane* hg_lane_new(void) { return calloc(1, sizeof(struct hg_lane)); }
 
 int hg_lane_register(struct hg_lane* lane) {
   int ok = 0;
@@ -113,9 +112,7 @@ static struct hg_lane* hg_lane_enter(uint64_t comm, struct hg_lane_place** place
   return p->lane;
 }
 
-static void hg_lane_leave(struct hg_lane_place* p) {
-  __atomic_sub_fetch(&p->users, 1, __ATOMIC_RELEASE);
-}
+static void hg_lane_leave(struct hg_lane_place* p) { __atomic_sub_fetch(&p->users, 1, __ATOMIC_RELEASE); }
 
 // ---- time, words ----------------------------------------------------------
 
@@ -144,13 +141,11 @@ static void hg_put_le64(unsigned char* b, uint64_t v) {
 // ---- arguments ------------------------------------------------------------
 
 static const size_t hg_dtype_size[] = {
-    [HG_INT8] = 1,    [HG_UINT8] = 1,    [HG_INT32] = 4,    [HG_UINT32] = 4, [HG_INT64] = 8, [HG_UINT64] = 8,
-    [HG_FLOAT16] = 2, [HG_FLOAT32] = 4,  [HG_FLOAT64] = 8,  [HG_BFLOAT16] = 2, [HG_BOOL] = 1, [HG_INT16] = 2,
+    [HG_INT8] = 1,    [HG_UINT8] = 1,   [HG_INT32] = 4,   [HG_UINT32] = 4,   [HG_INT64] = 8, [HG_UINT64] = 8,
+    [HG_FLOAT16] = 2, [HG_FLOAT32] = 4, [HG_FLOAT64] = 8, [HG_BFLOAT16] = 2, [HG_BOOL] = 1,  [HG_INT16] = 2,
 };
 
-static int hg_is_float(int dt) {
-  return dt == HG_FLOAT16 || dt == HG_FLOAT32 || dt == HG_FLOAT64 || dt == HG_BFLOAT16;
-}
+static int hg_is_float(int dt) { return dt == HG_FLOAT16 || dt == HG_FLOAT32 || dt == HG_FLOAT64 || dt == HG_BFLOAT16; }
 
 // hg_lane_takes reports whether the lane runs dt and op: a valid pair
 // (reduce.Check) whose scaling, if any, the C kernels do (Avg and
@@ -193,7 +188,8 @@ static uint64_t hg_flight_record(const struct hg_lane* l, int stream, uint64_t s
     *HG_WORD(s, f->seq) = seq;
     *HG_WORD(s, f->bytes) = n;
     *HG_WORD(s, f->desc) = l->desc | (uint64_t)(uint8_t)(dt + 1) << l->desc_dtype |
-                           (uint64_t)(uint8_t)(op + 1) << l->desc_op | (uint64_t)(uint8_t)(stream + 1) << l->desc_stream;
+                           (uint64_t)(uint8_t)(op + 1) << l->desc_op |
+                           (uint64_t)(uint8_t)(stream + 1) << l->desc_stream;
     *HG_WORD(s, f->state) = t1 ? l->state_done : l->state_running;
     *HG_WORD(s, f->root_peer) = UINT64_MAX;  // root -1, peer -1
     *HG_WORD(s, f->tag) = 0;

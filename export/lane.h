@@ -45,11 +45,11 @@ struct hg_lane {
   uint64_t comm;  // its handle
   int index, size, nstreams;
   size_t inline_bytes;
-  long long spin_ns;    // how long a wait spins before it yields
-  long long yield_ns;   // how long it then yields before the op goes to Go
-  long long clock_base; // CLOCK_MONOTONIC at the flight recorder's epoch, ns
-  int isa;              // instruction-set level of the reduction kernels
-  uint32_t* issue;      // the issue lock
+  long long spin_ns;     // how long a wait spins before it yields
+  long long yield_ns;    // how long it then yields before the op goes to Go
+  long long clock_base;  // CLOCK_MONOTONIC at the flight recorder's epoch, ns
+  int isa;               // instruction-set level of the reduction kernels
+  uint32_t* issue;       // the issue lock
   uint32_t* off;
   uint64_t* seq;
   int64_t* calls;

@@ -140,8 +140,8 @@ hcclGoResult_t hcclGoListenerClose(hcclGoListener_t listener);
  * HCCL_GO_UNREACHABLE_MS when a peer's address takes no connections; the
  * message names the rank and the address. */
 hcclGoResult_t hcclGoCommInitRank(hcclGoComm_t* comm, int nranks, int rank, hcclGoListener_t listener,
-                                  const char* const* peerAddrs, const char* const* hostIds,
-                                  const char* secret, const char* options);
+                                  const char* const* peerAddrs, const char* const* hostIds, const char* secret,
+                                  const char* options);
 /* Fails every pending and later op of comm with hcclGoAborted at once. */
 hcclGoResult_t hcclGoCommAbort(hcclGoComm_t comm);
 /* Waits for pending work (up to the comm's timeout), then frees every link,
@@ -182,8 +182,8 @@ hcclGoResult_t hcclGoCommTracePath(hcclGoComm_t comm, char* buf, size_t len);
 hcclGoResult_t hcclGoAllReduce(const void* sendbuff, void* recvbuff, size_t count, hcclGoDataType_t datatype,
                                hcclGoRedOp_t op, double preMulScalar, hcclGoComm_t comm, int stream,
                                hcclGoWork_t* work);
-hcclGoResult_t hcclGoBroadcast(const void* sendbuff, void* recvbuff, size_t count, hcclGoDataType_t datatype,
-                               int root, hcclGoComm_t comm, int stream, hcclGoWork_t* work);
+hcclGoResult_t hcclGoBroadcast(const void* sendbuff, void* recvbuff, size_t count, hcclGoDataType_t datatype, int root,
+                               hcclGoComm_t comm, int stream, hcclGoWork_t* work);
 /* recvbuff is written on root only (may be NULL elsewhere). */
 hcclGoResult_t hcclGoReduce(const void* sendbuff, void* recvbuff, size_t count, hcclGoDataType_t datatype,
                             hcclGoRedOp_t op, double preMulScalar, int root, hcclGoComm_t comm, int stream,
@@ -192,22 +192,22 @@ hcclGoResult_t hcclGoReduce(const void* sendbuff, void* recvbuff, size_t count, 
 hcclGoResult_t hcclGoAllGather(const void* sendbuff, void* recvbuff, size_t sendcount, hcclGoDataType_t datatype,
                                hcclGoComm_t comm, int stream, hcclGoWork_t* work);
 /* sendbuff holds nranks*recvcount elements; rank i receives block i reduced. */
-hcclGoResult_t hcclGoReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
-                                   hcclGoDataType_t datatype, hcclGoRedOp_t op, double preMulScalar,
-                                   hcclGoComm_t comm, int stream, hcclGoWork_t* work);
+hcclGoResult_t hcclGoReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount, hcclGoDataType_t datatype,
+                                   hcclGoRedOp_t op, double preMulScalar, hcclGoComm_t comm, int stream,
+                                   hcclGoWork_t* work);
 /* Per-rank counts: sendbuff holds sum(recvcounts) elements, rank i's block
  * starts at sum(recvcounts[0..i)). recvcounts has nranks entries. */
 hcclGoResult_t hcclGoReduceScatterV(const void* sendbuff, void* recvbuff, const size_t* recvcounts,
-                                    hcclGoDataType_t datatype, hcclGoRedOp_t op, double preMulScalar,
-                                    hcclGoComm_t comm, int stream, hcclGoWork_t* work);
+                                    hcclGoDataType_t datatype, hcclGoRedOp_t op, double preMulScalar, hcclGoComm_t comm,
+                                    int stream, hcclGoWork_t* work);
 /* Per-rank counts: rank i contributes recvcounts[i] elements, placed at
  * sum(recvcounts[0..i)) in recvbuff. */
 hcclGoResult_t hcclGoAllGatherV(const void* sendbuff, void* recvbuff, const size_t* recvcounts,
                                 hcclGoDataType_t datatype, hcclGoComm_t comm, int stream, hcclGoWork_t* work);
 /* Element counts and displacements (in elements) per peer, nranks entries each. */
-hcclGoResult_t hcclGoAllToAllV(const void* sendbuff, const size_t* sendcounts, const size_t* sdispls,
-                               void* recvbuff, const size_t* recvcounts, const size_t* rdispls,
-                               hcclGoDataType_t datatype, hcclGoComm_t comm, int stream, hcclGoWork_t* work);
+hcclGoResult_t hcclGoAllToAllV(const void* sendbuff, const size_t* sendcounts, const size_t* sdispls, void* recvbuff,
+                               const size_t* recvcounts, const size_t* rdispls, hcclGoDataType_t datatype,
+                               hcclGoComm_t comm, int stream, hcclGoWork_t* work);
 /* Equal blocks of count elements to and from every rank. */
 hcclGoResult_t hcclGoAllToAll(const void* sendbuff, void* recvbuff, size_t count, hcclGoDataType_t datatype,
                               hcclGoComm_t comm, int stream, hcclGoWork_t* work);
@@ -254,9 +254,9 @@ hcclGoResult_t hcclGoRecvAny(void* recvbuff, size_t count, hcclGoDataType_t data
  * then each rank adds its own pairs into denseOut and the dense buffers are
  * all-reduced. All ranks end bitwise identical. indices and values may be
  * NULL when nnz is 0. */
-hcclGoResult_t hcclGoSparseAllReduce(const int64_t* indices, const void* values, size_t nnz,
-                                     hcclGoDataType_t datatype, void* denseOut, size_t denseCount,
-                                     hcclGoComm_t comm, int stream, hcclGoWork_t* work);
+hcclGoResult_t hcclGoSparseAllReduce(const int64_t* indices, const void* values, size_t nnz, hcclGoDataType_t datatype,
+                                     void* denseOut, size_t denseCount, hcclGoComm_t comm, int stream,
+                                     hcclGoWork_t* work);
 
 /* Writes comm's traffic counters into buf as NUL-terminated JSON:
  *   {"rank", "size", "compression", "bytes_sent", "bytes_recv",

@@ -25,13 +25,14 @@ from datetime import timedelta
 def rank_main(rank: int, world: int, iters: int, rounds: int, store_dir: str, q) -> None:
     import torch
     import torch.distributed as dist
-
     import torch_hccl_go
 
     torch.set_num_threads(1)
     store = dist.FileStore(os.path.join(store_dir, "store"), world)
     off = torch_hccl_go.Options(extra={"check": "0"})
-    dist.init_process_group("hccl_go", store=store, rank=rank, world_size=world, timeout=timedelta(seconds=120), pg_options=off)
+    dist.init_process_group(
+        "hccl_go", store=store, rank=rank, world_size=world, timeout=timedelta(seconds=120), pg_options=off
+    )
     checked = dist.new_group(list(range(world)), pg_options=torch_hccl_go.Options(extra={"check": "1"}))
     groups = {"no check": None, "HCCL_GO_CHECK=1": checked}
     t = torch.ones(2)
@@ -73,7 +74,8 @@ def main() -> None:
     for world in args.world or [2, 4]:
         times = measure(world, args.iters, args.rounds)
         for name, ts in times.items():
-            print(f"world {world} {name:16s} 8 B all_reduce: median {statistics.median(ts):7.1f} us/op, best {min(ts):7.1f} us/op")
+            med = statistics.median(ts)
+            print(f"world {world} {name:16s} 8 B all_reduce: median {med:7.1f} us/op, best {min(ts):7.1f} us/op")
     print(f"load average after: {os.getloadavg()[0]:.1f}")
 
 

@@ -44,7 +44,8 @@ def rows(folder: str) -> list[tuple[str, str, str, str, bool | None]]:
             out.append((what, "-", "-", "missing result", False))
             return
         s = t["gloo"] / t["hccl_go"]
-        out.append((what, f"{t['hccl_go']:.3f} s", f"{t['gloo']:.3f} s", f"{s:.2f}x gloo (target >= {target}x)", s >= target))
+        verdict = f"{s:.2f}x gloo (target >= {target}x)"
+        out.append((what, f"{t['hccl_go']:.3f} s", f"{t['gloo']:.3f} s", verdict, s >= target))
 
     speedup("2x2_allreduce.json", "2x2 all_reduce 64 MiB", "all_reduce", 1.4)
     speedup("2x2_allreduce_fp16.json", "2x2 all_reduce 64 MiB, hccl_go fp16", "all_reduce", 2.6)
@@ -61,7 +62,10 @@ def rows(folder: str) -> list[tuple[str, str, str, str, bool | None]]:
         steps = {r["backend"]: r["step_ms"] / 1e3 for r in doc["results"]}
         ratio = steps["hccl_go"] / steps["gloo"]
         out.append(
-            (what, f"{steps['hccl_go']:.3f} s", f"{steps['gloo']:.3f} s", f"{ratio:.2f}x gloo's step (target <= {target}x)", ratio <= target)
+            (
+                what, f"{steps['hccl_go']:.3f} s", f"{steps['gloo']:.3f} s",
+                f"{ratio:.2f}x gloo's step (target <= {target}x)", ratio <= target,
+            )
         )
 
     speedup("fastpairs8_allreduce.json", "8 hosts fast pairs, all_reduce 64 MiB", "all_reduce", 1.5)
@@ -77,7 +81,8 @@ def rows(folder: str) -> list[tuple[str, str, str, str, bool | None]]:
         if single is not None:
             ref = next(r["busbw_GBps"] for r in single["results"] if r["backend"] == "hccl_go")
             ratio = bw / ref
-            out.append((what, f"{bw:.2f} GB/s", f"single host {ref:.2f} GB/s", f"{ratio:.0%} of single host (target >= 80%)", ratio >= 0.8))
+            verdict = f"{ratio:.0%} of single host (target >= 80%)"
+            out.append((what, f"{bw:.2f} GB/s", f"single host {ref:.2f} GB/s", verdict, ratio >= 0.8))
         else:
             out.append((what, f"{bw:.2f} GB/s", "-", "no single-host run", None))
     return out
@@ -92,7 +97,7 @@ def main(argv: list[str]) -> int:
     if os.path.exists(os.path.join(folder, "commit")):
         commit = open(os.path.join(folder, "commit")).read().strip()
     print(f"# {folder} (commit {commit or '?'})")
-    print(f"| figure | hccl_go | gloo / reference | result | target met |")
+    print("| figure | hccl_go | gloo / reference | result | target met |")
     print("|---|---:|---:|---|---|")
     for what, a, b, res, met in rows(folder):
         mark = "n/a" if met is None else ("yes" if met else "no")

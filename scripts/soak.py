@@ -176,7 +176,8 @@ def rank_main(rank: int, world: int, args, store_dir: str, q) -> None:
                     wrong.append(bad)
             if rank == 0 and time.time() - last > args.progress:
                 last = time.time()
-                print(f"soak: {it + 1}/{args.ops} ops, {time.time() - start:.0f} s, wrong so far on rank 0: {len(wrong)}",
+                took = time.time() - start
+                print(f"soak: {it + 1}/{args.ops} ops, {took:.0f} s, wrong so far on rank 0: {len(wrong)}",
                       flush=True)
         dist.barrier()
         q.put((rank, ran, len(wrong), wrong[:5], time.time() - start, None))

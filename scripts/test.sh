@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
 # Sets the machine up (scripts/setup.sh) and runs every test of the project:
-#   1. gofmt and go vet over the Go code,
+#   1. gofmt and go vet over the Go code, ruff over the Python, clang-format over C/C++,
 #   2. go test -race ./...   (unit tests, and tests/go/, which drives the C API test),
-#   3. pytest tests/py       (the PyTorch backend, in spawned multi-process jobs).
+#      then the list of skipped Go tests with their reasons,
+#   3. go test without -race for the packages whose matrices -race trims (raceEnabled),
+#   4. 30 s of every fuzz target (scripts/fuzz.sh) and a 2,000-op soak (scripts/soak.py),
+#   5. pytest tests/py       (the PyTorch backend, in spawned multi-process jobs; it
+#      includes a part of PyTorch's own distributed suite).
 # Every stage runs even when an earlier one failed; the summary at the end lists
 # each stage's result and time, and the exit status is non-zero if any failed.
 #
@@ -10,6 +14,8 @@
 #   HCCL_GO_TEST_BACKEND  backend under test in tests/py (default: hccl_go; "gloo" checks the tests)
 #   PYTEST_ARGS           extra arguments for pytest (e.g. "-k all_reduce -x")
 #   GO_TEST_TIMEOUT       go test -timeout (default: 15m)
+#   FUZZTIME              per fuzz target (default: 30s)
+#   SOAK_OPS              ops of the soak (default: 2000)
 #   SKIP_SETUP=1          do not run scripts/setup.sh first
 set -euo pipefail
 
@@ -47,6 +53,32 @@ check_gofmt() {
   fi
 }
 
+check_ruff() {
+  .venv/bin/ruff check .
+}
+
+check_clang_format() {
+  local files
+  mapfile -t files < <(git ls-files '*.c' '*.h' '*.cpp' '*.hpp')
+  ((${#files[@]})) || return 0
+  .venv/bin/clang-format --dry-run -Werror "${files[@]}" ||
+    { echo "clang-format: run .venv/bin/clang-format -i on the files above" >&2; return 1; }
+}
+
+# go test -json through scripts/go_test_report.py: go test's usual lines, then every
+# skipped test with its reason.
+go_test() {
+  env CGO_ENABLED=1 go test -json -count=1 -timeout "${GO_TEST_TIMEOUT:-15m}" "$@" |
+    .venv/bin/python scripts/go_test_report.py
+}
+
+# The packages whose tests trim their matrices under the race detector.
+go_test_full_matrices() {
+  local pkgs
+  mapfile -t pkgs < <(grep -rl --include='*_test.go' -e 'raceEnabled' . | xargs -n1 dirname | sort -u)
+  go_test "${pkgs[@]}"
+}
+
 run_pytest() {
   local rc=0
   # shellcheck disable=SC2086  # PYTEST_ARGS is split into words on purpose
@@ -64,7 +96,12 @@ fi
 
 stage "gofmt" check_gofmt
 stage "go vet ./..." go vet ./...
-stage "go test -race ./..." env CGO_ENABLED=1 go test -race -count=1 -timeout "${GO_TEST_TIMEOUT:-15m}" ./...
+stage "ruff (Python)" check_ruff
+stage "clang-format (C/C++)" check_clang_format
+stage "go test -race ./..." go_test -race ./...
+stage "go test, full matrices (no -race)" go_test_full_matrices
+stage "fuzz (${FUZZTIME:-30s} per target)" env FUZZTIME="${FUZZTIME:-30s}" PARALLEL=2 ./scripts/fuzz.sh
+stage "soak (${SOAK_OPS:-2000} ops)" .venv/bin/python scripts/soak.py --ops "${SOAK_OPS:-2000}"
 stage "pytest tests/py (backend: ${HCCL_GO_TEST_BACKEND:-hccl_go})" run_pytest
 
 printf '\n=== summary (%ss in all)\n' "$((SECONDS - START))" >&2

@@ -89,8 +89,8 @@ static hcclGoComm_t connect(int rank, int nranks, const char* dir, int which, co
     fclose(f);
   }
   hcclGoComm_t comm;
-  hcclGoResult_t r = hcclGoCommInitRank(&comm, nranks, rank, l, (const char* const*)addrs,
-                                        (const char* const*)hosts, "bench", options);
+  hcclGoResult_t r = hcclGoCommInitRank(&comm, nranks, rank, l, (const char* const*)addrs, (const char* const*)hosts,
+                                        "bench", options);
   if (r != hcclGoSuccess) die("init", r);
   for (int i = 0; i < nranks; i++) free(addrs[i]);
   return comm;

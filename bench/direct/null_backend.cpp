@@ -3,8 +3,9 @@
 // dist.all_reduce on it costs torch's own path alone (Python, the
 // dispatcher, ProcessGroup), the floor under every backend's small ops.
 // Built on first use by bench/direct/allreduce.py (torch.utils.cpp_extension).
-#include <torch/csrc/distributed/c10d/Backend.hpp>
 #include <torch/python.h>
+
+#include <torch/csrc/distributed/c10d/Backend.hpp>
 
 namespace {
 

@@ -3,7 +3,8 @@
 #if defined(__x86_64__)
 #include <immintrin.h>
 #if defined(__clang__)
-#pragma clang attribute push(__attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,f16c"))), apply_to = function)
+#pragma clang attribute push(__attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,f16c"))), \
+                             apply_to = function)
 #else
 #pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx2,f16c")
 #endif

@@ -10,7 +10,7 @@
 // others before anything is written), and dup = the same values. dst and
 // dup may each be a or b, as blocks are read before they are written; dst
 // and dup must differ. Returns 1 when handled, 0 when not (as hg_reduce).
-int hg_reduce_dup_div(int isa, int dt, int op, void *dst, void *dup, const void *a, const void *b,
+int hg_reduce_dup_div(int isa, int dt, int op, void* dst, void* dup, const void* a, const void* b,
                       size_t nbytes, long divisor);
 
 #endif

@@ -23,8 +23,8 @@ from ._creator import register  # noqa: E402
 from .comm import comm_info, get_backend  # noqa: E402
 from .direct import all_reduce  # noqa: E402
 from .options import Options  # noqa: E402
-from .streams import get_stream, set_stream, use_stream  # noqa: E402
 from .stats import stats  # noqa: E402
+from .streams import get_stream, set_stream, use_stream  # noqa: E402
 from .trace import dump_trace  # noqa: E402
 
 register()

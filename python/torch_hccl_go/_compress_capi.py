@@ -75,7 +75,8 @@ def wait_work(work: int, timeout_ms: int = -1) -> None:
         if rc != _SUCCESS:
             buf = ctypes.create_string_buffer(2048)
             cdll.hcclGoWorkError(work, buf, len(buf))
-            raise HcclGoError(f"hccl_go: sparse all_reduce failed: {buf.value.decode(errors='replace')} (result {rc})", rc)
+            why = buf.value.decode(errors="replace")
+            raise HcclGoError(f"hccl_go: sparse all_reduce failed: {why} (result {rc})", rc)
     finally:
         cdll.hcclGoWorkFree(work)
 

@@ -32,7 +32,11 @@ def _library_settings() -> list[Setting]:
 
 
 SETTINGS = _library_settings() + [
-    Setting("HCCL_GO_HOST_ID", "hostname/boot_id/dev:ino of /dev/shm", "Host identity for shared memory (read by torch_hccl_go)."),
+    Setting(
+        "HCCL_GO_HOST_ID",
+        "hostname/boot_id/dev:ino of /dev/shm",
+        "Host identity for shared memory (read by torch_hccl_go).",
+    ),
     Setting(
         "HCCL_GO_MAXPROCS",
         "auto",

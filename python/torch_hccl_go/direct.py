@@ -66,6 +66,7 @@ def _explain(tensor, op, group, err: TypeError) -> None:
             "(new_group returns a placeholder on ranks that are not members)"
         ) from err
     if not isinstance(tensor, torch.Tensor):
-        raise TypeError(f"torch_hccl_go.all_reduce: tensor must be a torch.Tensor, got {type(tensor).__name__}") from err
+        got = type(tensor).__name__
+        raise TypeError(f"torch_hccl_go.all_reduce: tensor must be a torch.Tensor, got {got}") from err
     if not isinstance(op, (dist.ReduceOp, dist.ReduceOp.RedOpType)):
         raise TypeError(f"torch_hccl_go.all_reduce: op must be a torch.distributed.ReduceOp, got {op!r}") from err

@@ -24,8 +24,8 @@ result, without the byte savings.
 # (bucket: dist.GradBucket, return: torch.futures.Future[torch.Tensor]) as objects.
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import torch
 import torch.distributed as dist

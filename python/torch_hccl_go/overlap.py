@@ -87,7 +87,13 @@ def build_model(args: argparse.Namespace) -> nn.Module:
     c = args.channels
 
     def block(cin: int, cout: int) -> list[nn.Module]:
-        return [nn.Conv2d(cin, cout, 3, padding=1), nn.ReLU(), nn.Conv2d(cout, cout, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2)]
+        return [
+            nn.Conv2d(cin, cout, 3, padding=1),
+            nn.ReLU(),
+            nn.Conv2d(cout, cout, 3, padding=1),
+            nn.ReLU(),
+            nn.MaxPool2d(2),
+        ]
 
     side = args.image // 4
     return nn.Sequential(
@@ -241,7 +247,7 @@ def gather_ranks(results: list[Result], control: dist.ProcessGroup) -> None:
         for name in PHASES:
             ranks = [every[k][i][name] for k in range(len(every))]
             r.per_rank[name] = ranks
-            getattr(r, name).samples = [max(run) for run in zip(*ranks)]
+            getattr(r, name).samples = [max(run) for run in zip(*ranks, strict=False)]
 
 
 class _nullcontext:

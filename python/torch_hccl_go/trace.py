@@ -152,7 +152,8 @@ def analyze(dumps: dict[int, Dump]) -> list[str]:
     stuck: dict[tuple[str, int], set[int]] = {}
     for r, d in dumps.items():
         for op in d.ops:
-            if op["seq"] > 0 and (op["state"] == "running" or (op["state"] == "failed" and "not run" not in op.get("error", ""))):
+            ran = op["state"] == "running" or (op["state"] == "failed" and "not run" not in op.get("error", ""))
+            if op["seq"] > 0 and ran:
                 stuck.setdefault((op["stream"], op["seq"]), set()).add(r)
     if stuck:
         stream, seq = min(stuck, key=lambda k: k[1])
@@ -187,7 +188,9 @@ def analyze(dumps: dict[int, Dump]) -> list[str]:
                 by_seq.setdefault(op["seq"], {}).setdefault(_fingerprint(op), []).append(r)
     for seq, variants in sorted(by_seq.items()):
         if len(variants) > 1:
-            desc = "; ".join(f"{fp[0]} {fp[1]} B {fp[2]} {fp[3]} root {fp[4]} on ranks {_ranks(rs)}" for fp, rs in variants.items())
+            desc = "; ".join(
+                f"{fp[0]} {fp[1]} B {fp[2]} {fp[3]} root {fp[4]} on ranks {_ranks(rs)}" for fp, rs in variants.items()
+            )
             lines.append(f"mismatch at seq {seq}: {desc}")
     return lines
 
@@ -202,7 +205,7 @@ def main(argv: list[str] | None = None) -> int:
     if not jobs:
         print("no dumps found", file=sys.stderr)
         return 1
-    for job, dumps in jobs.items():
+    for dumps in jobs.values():
         print("\n".join(analyze(dumps)))
     return 0
 

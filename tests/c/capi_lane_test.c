@@ -27,9 +27,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "hccl_go.h"
-
 #include "capi_test_util.h"
+#include "hccl_go.h"
 
 static const size_t dtypeSize[] = {1, 1, 4, 4, 8, 8, 2, 4, 8, 2, 1, 2}; /* hcclGoInt8 .. hcclGoInt16 */
 enum { NDTYPES = 12, NOPS = 9 };
@@ -156,7 +155,13 @@ static void results(int rank, int nranks, hcclGoComm_t comm) {
   for (int dt = 0; dt < NDTYPES; dt++) {
     for (int op = 0; op < NOPS; op++) {
       if (!validPair(dt, op)) continue;
-      size_t counts[] = {0, 1, 7, 33, SLOT / dtypeSize[dt], 3 * SLOT / dtypeSize[dt] + 1, LIMIT / dtypeSize[dt],
+      size_t counts[] = {0,
+                         1,
+                         7,
+                         33,
+                         SLOT / dtypeSize[dt],
+                         3 * SLOT / dtypeSize[dt] + 1,
+                         LIMIT / dtypeSize[dt],
                          LIMIT / dtypeSize[dt] + 1};
       for (size_t c = 0; c < sizeof counts / sizeof counts[0]; c++) {
         size_t count = counts[c], n = count * dtypeSize[dt];

@@ -16,9 +16,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "hccl_go.h"
-
 #include "capi_test_util.h"
+#include "hccl_go.h"
 
 static void waitWork(hcclGoWork_t w, const char* what) {
   hcclGoResult_t r = hcclGoWorkWait(w, 30000);
@@ -221,8 +220,8 @@ static void testBadInput(hcclGoComm_t comm, int nstreams) {
   expectError(hcclGoCommNumStreams(comm, NULL), hcclGoInvalidArgument, comm, "NULL");
   expectError(hcclGoCommNumStreams(0, &nstreams), hcclGoInvalidUsage, 0, "does not exist");
   float f = 1;
-  expectError(hcclGoAllReduce(&f, &f, 1, hcclGoFloat32, hcclGoSum, 0, comm, nstreams, &m), hcclGoInvalidArgument,
-              comm, "out of range");
+  expectError(hcclGoAllReduce(&f, &f, 1, hcclGoFloat32, hcclGoSum, 0, comm, nstreams, &m), hcclGoInvalidArgument, comm,
+              "out of range");
   /* A wait on an already complete work does not hold the stream. */
   OK(hcclGoStreamWaitWork(comm, 1, e, &m));
   waitWork(m, "marker of a complete work");

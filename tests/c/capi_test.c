@@ -17,9 +17,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "hccl_go.h"
-
 #include "capi_test_util.h"
+#include "hccl_go.h"
 
 static volatile int callbackStatus = -1;
 static void onDone(void* userData, hcclGoWork_t work, hcclGoResult_t status, const char* msg) {
@@ -186,14 +185,13 @@ int main(int argc, char** argv) {
     float f[4] = {0};
     expectError(hcclGoAllReduce(NULL, f, 4, hcclGoFloat32, hcclGoSum, 0, comm, 0, &w), hcclGoInvalidArgument, comm,
                 "NULL");
-    expectError(hcclGoAllReduce(f, f, 4, (hcclGoDataType_t)99, hcclGoSum, 0, comm, 0, &w), hcclGoInvalidArgument,
-                comm, "dtype");
-    expectError(hcclGoAllReduce(f, f, 4, hcclGoFloat32, (hcclGoRedOp_t)42, 0, comm, 0, &w), hcclGoInvalidArgument,
-                comm, "op");
+    expectError(hcclGoAllReduce(f, f, 4, (hcclGoDataType_t)99, hcclGoSum, 0, comm, 0, &w), hcclGoInvalidArgument, comm,
+                "dtype");
+    expectError(hcclGoAllReduce(f, f, 4, hcclGoFloat32, (hcclGoRedOp_t)42, 0, comm, 0, &w), hcclGoInvalidArgument, comm,
+                "op");
     expectError(hcclGoAllReduce(f, f, 4, hcclGoFloat32, hcclGoBxor, 0, comm, 0, &w), hcclGoInvalidArgument, comm,
                 "bxor");
-    expectError(hcclGoBroadcast(f, f, 4, hcclGoFloat32, nranks + 3, comm, 0, &w), hcclGoInvalidArgument, comm,
-                "root");
+    expectError(hcclGoBroadcast(f, f, 4, hcclGoFloat32, nranks + 3, comm, 0, &w), hcclGoInvalidArgument, comm, "root");
     expectError(hcclGoSend(f, 4, hcclGoFloat32, -1, 0, comm, &w), hcclGoInvalidArgument, comm, "peer");
     /* A blocking call (NULL work) refuses bad input the same way. */
     expectError(hcclGoAllReduce(f, f, 4, (hcclGoDataType_t)99, hcclGoSum, 0, comm, 0, NULL), hcclGoInvalidArgument,

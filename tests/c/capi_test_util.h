@@ -15,24 +15,24 @@
 
 static int rank_ = -1;
 
-#define CHECK(cond, ...)                                   \
-  do {                                                     \
-    if (!(cond)) {                                         \
+#define CHECK(cond, ...)                                          \
+  do {                                                            \
+    if (!(cond)) {                                                \
       fprintf(stderr, "FAIL rank %d line %d: ", rank_, __LINE__); \
-      fprintf(stderr, __VA_ARGS__);                        \
-      fprintf(stderr, "\n");                               \
-      exit(1);                                             \
-    }                                                      \
+      fprintf(stderr, __VA_ARGS__);                               \
+      fprintf(stderr, "\n");                                      \
+      exit(1);                                                    \
+    }                                                             \
   } while (0)
 
-#define OK(call)                                                                   \
-  do {                                                                             \
-    hcclGoResult_t r_ = (call);                                                    \
-    if (r_ != hcclGoSuccess) {                                                     \
-      char m_[1024];                                                               \
-      hcclGoGetLastError(0, m_, sizeof m_);                                        \
-      CHECK(0, "%s -> %s: %s", #call, hcclGoGetErrorString(r_), m_);               \
-    }                                                                              \
+#define OK(call)                                                     \
+  do {                                                               \
+    hcclGoResult_t r_ = (call);                                      \
+    if (r_ != hcclGoSuccess) {                                       \
+      char m_[1024];                                                 \
+      hcclGoGetLastError(0, m_, sizeof m_);                          \
+      CHECK(0, "%s -> %s: %s", #call, hcclGoGetErrorString(r_), m_); \
+    }                                                                \
   } while (0)
 
 static void rendezvous(const char* dir, int rank, int nranks, const char* myAddr, char** addrs) {

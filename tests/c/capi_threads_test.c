@@ -17,9 +17,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "hccl_go.h"
-
 #include "capi_test_util.h"
+#include "hccl_go.h"
 
 #define THREADS 40
 #define AUTO_MAXPROCS_CAP 32 /* maxAutoMaxProcs in export/maxprocs.go */
@@ -83,8 +82,7 @@ int main(int argc, char** argv) {
   int many = gomaxprocs();
   pthread_barrier_wait(&released);
   for (int i = 0; i < THREADS; i++) pthread_join(threads[i], NULL);
-  CHECK(many == AUTO_MAXPROCS_CAP, "with %d threads alive: %d, want the cap %d", THREADS + 1, many,
-        AUTO_MAXPROCS_CAP);
+  CHECK(many == AUTO_MAXPROCS_CAP, "with %d threads alive: %d, want the cap %d", THREADS + 1, many, AUTO_MAXPROCS_CAP);
   printf("with %d threads alive: %d\n", THREADS + 1, many);
 
   /* They have exited (pthread_join returns after their key destructors ran):

@@ -16,17 +16,16 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import torch
 import torch.distributed as dist
-
 from reference import (
     ALL_DTYPES,
+    PREMUL_FACTOR,
     REDUCE_OPS,
     backend_supports,
-    PREMUL_FACTOR,
     digest,
     dtype_name,
     make_input,
@@ -380,7 +379,7 @@ class Matrix:
         self.ctx.progress("comparing result hashes across ranks (gloo)")
         everyone: list = [None] * self.world
         dist.all_gather_object(everyone, self.report.hashes, group=self.gloo)
-        for name, h in self.report.hashes.items():
+        for name in self.report.hashes:
             others = {r: hs.get(name) for r, hs in enumerate(everyone)}
             if len(set(others.values())) > 1:
                 coll, dt = name.split()[:2]

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import importlib.util
 
-import pytest
-
 import netns_hosts
+import pytest
 from harness import BACKEND
 
 

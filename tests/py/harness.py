@@ -26,9 +26,10 @@ import tempfile
 import threading
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any, Callable
+from typing import Any
 
 BACKEND = os.environ.get("HCCL_GO_TEST_BACKEND", "hccl_go")
 """The backend under test; "gloo" runs the same tests against PyTorch's own backend."""

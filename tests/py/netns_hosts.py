@@ -24,8 +24,8 @@ import signal
 import subprocess
 import time
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator
 
 import pytest
 

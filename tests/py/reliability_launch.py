@@ -22,8 +22,9 @@ import re
 import shutil
 import tempfile
 import time
+from collections.abc import Callable
 from datetime import timedelta
-from typing import Any, Callable
+from typing import Any
 
 _context = None
 
@@ -53,7 +54,6 @@ def _rank_main(job, rank, world, workdir, env, timeout_s, q, args, before_init) 
             before_init(rank, world, workdir)
         import torch
         import torch.distributed as dist
-
         import torch_hccl_go  # noqa: F401  (loads the Go runtime in this process only)
 
         torch.set_num_threads(1)

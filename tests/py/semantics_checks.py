@@ -13,11 +13,10 @@ import operator
 import threading
 import time
 import traceback
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 import torch.distributed as dist
-
 from harness import COLLECTIVE_TIMEOUT
 
 
@@ -296,7 +295,9 @@ def check_bad_inputs(ctx) -> list[str]:
     cases: list[tuple[str, Callable, tuple[str, ...]]] = [
         (
             "all_gather with a float64 tensor among float32 outputs",
-            lambda: dist.all_gather([torch.zeros(4) for _ in range(world - 1)] + [torch.zeros(4, dtype=torch.float64)], x),
+            lambda: dist.all_gather(
+                [torch.zeros(4) for _ in range(world - 1)] + [torch.zeros(4, dtype=torch.float64)], x
+            ),
             ("dtype", "type"),
         ),
         (

@@ -8,7 +8,6 @@ import subprocess
 import sys
 
 import pytest
-
 from torch_hccl_go.bench import timing
 
 

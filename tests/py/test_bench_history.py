@@ -7,7 +7,6 @@ import io
 
 import pytest
 from bench_cli import load, output, run_bench
-
 from torch_hccl_go.bench import history, timing
 from torch_hccl_go.bench.report_history import print_history
 from torch_hccl_go.bench.results import Result
@@ -127,7 +126,8 @@ def test_history_table_gives_the_floor_and_what_goes_beyond_it():
     floor = next(line for line in lines if line.split()[:1] == ["floor"])
     assert floor.split() == ["floor", "2.00", "1.00x", "30.00", "15.00x"]
     assert lines[-1] == (
-        "# beyond the floor: at most 2.00x the warm median (idle 10ms at 8B: op 50.00 us, floor 30.00 us, warm 10.00 us)"
+        "# beyond the floor: at most 2.00x the warm median "
+        "(idle 10ms at 8B: op 50.00 us, floor 30.00 us, warm 10.00 us)"
     )
 
 

@@ -11,7 +11,6 @@ import time
 
 import pytest
 from bench_cli import load, output, run_bench
-
 from torch_hccl_go.bench import schedule as schedule_mod
 from torch_hccl_go.bench.compare_table import print_compare
 from torch_hccl_go.bench.config import parse_args, to_argv

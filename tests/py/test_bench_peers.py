@@ -12,7 +12,6 @@ import sys
 
 import pytest
 from bench_cli import load, output, run_bench
-
 from torch_hccl_go.bench import history
 from torch_hccl_go.bench.config import PEER_NAMES, parse_args
 from torch_hccl_go.bench.peers import PEERS

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import pytest
 import torch
-
 from collective_matrix import COLLECTIVES, SIZES, config_matrix_job, matrix_job
 from harness import BACKEND, RankFailure, run_ranks
 from reference import ALL_DTYPES, backend_supports, dtype_name

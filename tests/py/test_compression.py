@@ -12,7 +12,6 @@ import math
 
 import pytest
 import torch
-
 from harness import BACKEND, run_ranks
 
 pytestmark = pytest.mark.skipif(BACKEND != "hccl_go", reason="hccl_go features (compression, sparse, stats)")
@@ -31,7 +30,6 @@ def wire_job(ctx, n: int) -> dict:
     """all_reduce (sum, avg) on one group per compression; returns per compression the
     worst error relative to the bound, whether ranks agree, and the bytes sent."""
     import torch.distributed as dist
-
     import torch_hccl_go
     from torch_hccl_go.stats import delta, stats
 
@@ -78,7 +76,6 @@ def test_wire_compression_within_bound_and_halves_bytes():
 def sparse_job(ctx) -> dict:
     """Sparse all_reduce against the dense all_reduce of the same pairs."""
     import torch.distributed as dist
-
     from torch_hccl_go.sparse import sparse_all_reduce
     from torch_hccl_go.stats import delta, stats
 
@@ -139,7 +136,6 @@ def hooks_job(ctx) -> dict:
     import torch.distributed as dist
     import torch.nn as nn
     from torch.nn.parallel import DistributedDataParallel as DDP
-
     from torch_hccl_go.hooks import ThresholdState, TopKState, threshold_hook, topk_hook
     from torch_hccl_go.stats import delta, stats
 
@@ -162,7 +158,7 @@ def hooks_job(ctx) -> dict:
         ("topk_all_dense_fallback", topk_hook, TopKState(ratio=1.0, native=False)),
     ):
         got = grads_after_step(hook, state)
-        out[name] = all(torch.allclose(a, b, rtol=0, atol=1e-7) for a, b in zip(got, reference))
+        out[name] = all(torch.allclose(a, b, rtol=0, atol=1e-7) for a, b in zip(got, reference, strict=True))
 
     torch.manual_seed(0)
     model = DDP(nn.Sequential(nn.Linear(256, 256), nn.ReLU(), nn.Linear(256, 10)))

@@ -18,7 +18,6 @@ from __future__ import annotations
 import os
 
 import pytest
-
 from harness import BACKEND
 from reliability_launch import launch
 
@@ -32,7 +31,6 @@ def bitwise_reference(inputs, op: str):
     order, each step rounded in the dtype (16-bit floats computed in float32 and rounded
     once), PREMUL_SUM scaling each input first, AVG dividing the sum once."""
     import torch
-
     from reference import PREMUL_FACTOR as factor
     from reference import reduce_reference
 
@@ -61,7 +59,6 @@ def bitwise_reference(inputs, op: str):
 
 def _cases(world):
     import torch
-
     from reference import ALL_DTYPES, REDUCE_OPS, op_is_tested, op_is_valid
 
     for dtype in ALL_DTYPES + (torch.complex64,):
@@ -81,7 +78,6 @@ def _cases(world):
 def _input(rank: int, dtype, n: int, kind: str):
     """reference.make_input, and complex inputs from two real ones."""
     import torch
-
     from reference import make_input
 
     if dtype.is_complex:
@@ -102,7 +98,6 @@ def _results_job(rank, world, workdir):
     against the bitwise reference; returns the cases that differ."""
     import torch
     import torch.distributed as dist
-
     import torch_hccl_go
     from reference import dtype_name, mismatch
 
@@ -149,7 +144,6 @@ def _refusals_job(rank, world, workdir):
     still works. Returns {case: (exception type, message)}."""
     import torch
     import torch.distributed as dist
-
     import torch_hccl_go
 
     gloo = dist.new_group(backend="gloo")
@@ -199,7 +193,6 @@ def test_direct_refuses_bad_input_clearly():
 
 def _mismatch_job(rank, world, workdir):
     import torch
-
     import torch_hccl_go
 
     out = []
@@ -228,7 +221,6 @@ def _dead_peer_job(rank, world, workdir):
     import time
 
     import torch
-
     import torch_hccl_go
 
     t = torch.ones(4)
@@ -255,7 +247,6 @@ def test_direct_dead_peer_becomes_an_error_naming_it():
 def _compile_job(rank, world, workdir):
     import torch
     import torch.distributed as dist
-
     import torch_hccl_go
 
     pair = dist.new_group([0, 1])

@@ -7,7 +7,6 @@ import os
 import time
 
 import pytest
-
 from harness import RankFailure, run_ranks
 
 

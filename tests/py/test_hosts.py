@@ -6,7 +6,6 @@ result through torch.distributed on even and uneven hosts and in a subgroup."""
 from __future__ import annotations
 
 import pytest
-
 from harness import BACKEND, run_ranks
 
 pytestmark = pytest.mark.skipif(BACKEND != "hccl_go", reason="hccl_go's hosts and transports")
@@ -29,7 +28,6 @@ def hosts_job(ctx, hosts: list[str], subgroup: list[int] | None) -> dict:
 
     import torch
     import torch.distributed as dist
-
     import torch_hccl_go
 
     os.environ["HCCL_GO_HOST_ID"] = hosts[ctx.rank]
@@ -49,7 +47,12 @@ def hosts_job(ctx, hosts: list[str], subgroup: list[int] | None) -> dict:
 
     p = len(ranks)
     for n in SIZES:
-        for dtype, op in ((torch.float32, dist.ReduceOp.SUM), (torch.bfloat16, dist.ReduceOp.AVG), (torch.int64, dist.ReduceOp.MAX)):
+        cases = (
+            (torch.float32, dist.ReduceOp.SUM),
+            (torch.bfloat16, dist.ReduceOp.AVG),
+            (torch.int64, dist.ReduceOp.MAX),
+        )
+        for dtype, op in cases:
             seed = n + int(dtype.itemsize)
             every = [inputs(r, n, dtype, seed) for r in range(p)]
             if op == dist.ReduceOp.SUM:

@@ -15,7 +15,6 @@ import subprocess
 import sys
 
 import pytest
-
 from harness import BACKEND
 
 RANK_SCRIPT = r"""
@@ -86,7 +85,6 @@ def test_store_host_is_found_under_prefix_stores(tmp_path, monkeypatch):
     """The host each rank routes to: the TCPStore's under any PrefixStores, else MASTER_ADDR
     (brackets dropped), else none."""
     import torch.distributed as dist
-
     from torch_hccl_go._rendezvous import store_host
 
     monkeypatch.setenv("MASTER_ADDR", "[fd99::1]")

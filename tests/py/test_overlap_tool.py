@@ -30,5 +30,5 @@ def test_overlap_tool_reports_slowest_rank(tmp_path: Path) -> None:
         for phase in ("compute", "comm", "step"):
             per_rank = result["per_rank"][phase]
             assert len(per_rank) == 2, (phase, per_rank)
-            slowest = [max(samples) for samples in zip(*per_rank)]
+            slowest = [max(samples) for samples in zip(*per_rank, strict=True)]
             assert result[phase]["samples"] == slowest, (result["backend"], phase)

@@ -29,7 +29,6 @@ import time
 from datetime import timedelta
 
 import pytest
-
 from harness import BACKEND
 from reliability_launch import launch, leftover_shm, shm_entries
 
@@ -99,7 +98,8 @@ def kill_trial(env: dict, seed: int) -> float:
     assert codes[victim] == -signal.SIGKILL, f"victim rank {victim}: exit code {codes[victim]}: {errors.get(victim)}"
     assert not errors, f"ranks raised outside the checks: {errors}"
     survivors = [r for r in range(WORLD) if r != victim]
-    assert sorted(results) == survivors, f"survivors without a result: {sorted(set(survivors) - set(results))} ({codes})"
+    missing = sorted(set(survivors) - set(results))
+    assert sorted(results) == survivors, f"survivors without a result: {missing} ({codes})"
     for rank, r in results.items():
         for m in (r["first"], r["others"][-1]):
             assert f"rank {victim}" in m, f"rank {rank}: the error does not name dead rank {victim}: {m}"
@@ -185,7 +185,6 @@ def _sleeper_job(rank, world, workdir, trace_dir):
     """Rank 2 sleeps past the others' timeout before its all_reduce."""
     import torch
     import torch.distributed as dist
-
     import torch_hccl_go.trace
 
     t = torch.ones(8)
@@ -299,7 +298,9 @@ def _subgroup_mismatch_job(rank, world, workdir):
 
 
 def test_subgroup_errors_name_global_ranks():
-    results, errors, codes = launch(_subgroup_mismatch_job, WORLD, env={"HCCL_GO_CHECK": "1"}, op_timeout_s=10, deadline_s=60)
+    results, errors, codes = launch(
+        _subgroup_mismatch_job, WORLD, env={"HCCL_GO_CHECK": "1"}, op_timeout_s=10, deadline_s=60
+    )
     assert not errors and sorted(results) == list(range(WORLD)), (errors, codes)
     for rank in (1, 3):
         msg = results[rank]
@@ -361,7 +362,8 @@ def _listening_ports(pid: int) -> list[int]:
 
 def _wrong_secret_hello(challenge: bytes, claimed_rank: int, size: int) -> bytes:
     """A well-formed handshake hello (transport/tcp, version 1) proving a wrong secret."""
-    fields = b"HCGT" + struct.pack("<HH", 1, 2) + struct.pack("<IIHHI", claimed_rank, size, 0, 1, 4 << 20) + os.urandom(32)
+    header = struct.pack("<HH", 1, 2) + struct.pack("<IIHHI", claimed_rank, size, 0, 1, 4 << 20)
+    fields = b"HCGT" + header + os.urandom(32)
     mac = hmac.new(b"not the job secret", b"hccl-go/tcp dial" + challenge[8:] + fields, hashlib.sha256).digest()
     return fields + mac
 
@@ -391,7 +393,7 @@ def _attack(port: int, kind: str, size: int) -> str:
                 if not chunk:
                     break
                 reply += chunk
-        except (ConnectionResetError, socket.timeout) as e:
+        except (TimeoutError, ConnectionResetError) as e:
             return type(e).__name__ + (" after a challenge" if reply[:4] == b"HCGT" else "")
         if len(reply) >= 40 + 10 and reply[40:44] == b"HCGT":
             return f"challenged, then refused with status {struct.unpack('<H', reply[48:50])[0]}"
@@ -439,7 +441,8 @@ def _attack_listeners(world, workdir):
     def attack(r, kind):
         outcomes[r][kind] = _attack(ports[r], kind, world)
 
-    threads = [threading.Thread(target=attack, args=(r, k)) for r in ports for k in ("garbage", "wrong-secret", "short")]
+    kinds = ("garbage", "wrong-secret", "short")
+    threads = [threading.Thread(target=attack, args=(r, k)) for r in ports for k in kinds]
     for t in threads:
         t.start()
     time.sleep(0.2)  # the connections are queued before this rank publishes its address
@@ -478,7 +481,10 @@ def _security_job(rank, world, workdir):
     stop.set()
     if rank == world - 1:
         th.join(10)
-        return {"ports": _SECURITY["ports"], "during_init": _SECURITY["during_init"], "after_init": sorted(set(after)), "knocks": len(after)}
+        return {
+            "ports": _SECURITY["ports"], "during_init": _SECURITY["during_init"],
+            "after_init": sorted(set(after)), "knocks": len(after),
+        }
     return {}
 
 
@@ -491,7 +497,8 @@ def test_strangers_are_refused_and_the_job_runs():
     assert sorted(r["ports"]) == [0, 1], r
     for rank, outcomes in r["during_init"].items():
         # Closing with unread garbage in the buffer makes the kernel send a reset.
-        assert outcomes["garbage"] in ("challenged, then closed", "ConnectionResetError after a challenge"), (rank, outcomes)
+        refused = ("challenged, then closed", "ConnectionResetError after a challenge")
+        assert outcomes["garbage"] in refused, (rank, outcomes)
         assert outcomes["wrong-secret"] == "challenged, then refused with status 2", (rank, outcomes)
         assert outcomes["short"] == "challenged, then closed", (rank, outcomes)
     assert r["after_init"] == ["refused"] and r["knocks"] > 0, r

@@ -7,7 +7,6 @@ below reports one of them, also when a later check hangs the job.
 from __future__ import annotations
 
 import pytest
-
 from harness import assert_check_passed
 from semantics_checks import CHECKS, semantics_job
 

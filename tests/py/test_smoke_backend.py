@@ -12,7 +12,6 @@ import time
 
 import pytest
 import torch
-
 from harness import BACKEND, run_ranks
 
 pytestmark = pytest.mark.skipif(BACKEND != "hccl_go", reason="checks hccl_go specifics")
@@ -158,7 +157,7 @@ def _p2p_and_async(ctx) -> None:
         assert time.monotonic() < deadline, "a Future never completed without wait() (20 s)"
         time.sleep(0.001)
     expect = float(ws * (ws + 1) // 2)
-    for f, b in zip(futs, bufs):
+    for f, b in zip(futs, bufs, strict=True):
         assert torch.equal(f.value()[0], torch.full_like(b, expect))
 
     ctx.progress("collective inside a Future callback (as PowerSGD does)")

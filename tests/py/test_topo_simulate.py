@@ -8,12 +8,13 @@ import sys
 import time
 
 import pytest
-
 from harness import BACKEND
 
 pytestmark = pytest.mark.skipif(BACKEND != "hccl_go", reason="the simulator belongs to hccl_go")
 
-ISSUE_ARGS = ["--hosts", "1024", "--ranks-per-host", "8", "--size", "1GiB", "--inter-bw", "200Gbit", "--intra-bw", "100GB"]
+ISSUE_ARGS = [
+    "--hosts", "1024", "--ranks-per-host", "8", "--size", "1GiB", "--inter-bw", "200Gbit", "--intra-bw", "100GB"
+]
 
 
 def test_simulate_api():

@@ -15,7 +15,6 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from harness import BACKEND
 
 ROOT = Path(__file__).resolve().parents[2]

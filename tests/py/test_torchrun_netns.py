@@ -32,9 +32,8 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
-
 import netns_hosts
+import pytest
 from collective_matrix import COLLECTIVES
 from harness import BACKEND
 from reference import backend_supports, dtype_name
@@ -79,7 +78,7 @@ def wait(started, hosts, timeout: float) -> list[int | None]:
     which are killed then with everything else on their host."""
     deadline = time.monotonic() + timeout
     codes: list[int | None] = []
-    for (proc, _), host in zip(started, hosts):
+    for (proc, _), host in zip(started, hosts, strict=True):
         try:
             codes.append(proc.wait(timeout=max(0.0, deadline - time.monotonic())))
         except subprocess.TimeoutExpired:
@@ -117,7 +116,8 @@ def checks_job(hosts, tmp_path_factory):
     print(f"\ntorchrun checks job across two namespaces: {took:.1f} s, exit codes {codes}")
     if codes != [0, 0] or sorted(per_rank) != [0, 1, 2, 3]:
         why = "did not finish in time" if None in codes else f"exited with {codes}"
-        pytest.fail(f"the torchrun jobs {why}; ranks with results: {sorted(per_rank)}\n{logs(started, out)}", pytrace=False)
+        ranks = sorted(per_rank)
+        pytest.fail(f"the torchrun jobs {why}; ranks with results: {ranks}\n{logs(started, out)}", pytrace=False)
     for r, res in per_rank.items():
         if "crashed" in res:
             pytest.fail(f"rank {r} crashed:\n{res['crashed']}", pytrace=False)

@@ -8,7 +8,6 @@ also when a later variant hangs the job.
 from __future__ import annotations
 
 import pytest
-
 from harness import assert_check_passed
 from training_checks import DDP_VARIANTS, FSDP_VARIANTS, ddp_job, fsdp_job
 

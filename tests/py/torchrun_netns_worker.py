@@ -29,7 +29,6 @@ from pathlib import Path
 
 import torch
 import torch.distributed as dist
-
 from collective_matrix import COLLECTIVES, Matrix
 from harness import COLLECTIVE_TIMEOUT, import_backend
 from reference import digest, make_input, mismatch, reduce_reference

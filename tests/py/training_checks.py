@@ -13,14 +13,13 @@ from __future__ import annotations
 
 import traceback
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import torch
 import torch.distributed as dist
 import torch.nn as nn
 import torch.nn.functional as F
-
 from harness import COLLECTIVE_TIMEOUT
 from reference import digest
 
@@ -156,7 +155,7 @@ def train_ddp(v: DDPVariant, group, steps: int, rank: int):
 
 def compare_params(got, expected, rtol: float, what: str) -> None:
     assert len(got) == len(expected), f"{what}: {len(got)} parameters, expected {len(expected)}"
-    for i, (g, e) in enumerate(zip(got, expected)):
+    for i, (g, e) in enumerate(zip(got, expected, strict=True)):
         if not torch.allclose(g, e, rtol=rtol, atol=rtol * 0.1):
             diff = (g - e).abs().max().item()
             raise AssertionError(

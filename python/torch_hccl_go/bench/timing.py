@@ -6,7 +6,8 @@ a batch is its time divided by its iterations; the reported figure is the median
 batches of the slowest rank's per-iteration time.
 
 The backends' batches alternate, so each batch first runs untimed iterations of its own
-for about --rewarm-ms (5 ms by default, at least one iteration, at most a batch): the batch is then timed in steady state, as nccl-tests times, and not charged for
+for about --rewarm-ms (5 ms by default, at least one iteration, at most a batch): the
+batch is then timed in steady state, as nccl-tests times, and not charged for
 the previous backend's batch. The reason, measured on the 2-core VM: after more than
 ~10 ms away from Go (a long gloo batch, or plain sleep), the Go runtime's monitor thread
 (sysmon) goes back to polling every 20 us and backs off over the next milliseconds (its

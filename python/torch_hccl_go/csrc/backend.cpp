@@ -2,14 +2,13 @@
 // The collectives themselves are in collectives.cpp and p2p.cpp.
 #include "backend.hpp"
 
+#include <ATen/record_function.h>
+#include <c10/util/Exception.h>
 #include <pthread.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cstring>
-
-#include <ATen/record_function.h>
-#include <c10/util/Exception.h>
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 
 #include "errors.hpp"
@@ -29,8 +28,8 @@ constexpr std::chrono::milliseconds kDestructorGrace{2000};
 hcclGoComm_t initComm(const HcclGoBackend::Setup& s) {
   if (static_cast<int>(s.peerAddrs.size()) != s.size || static_cast<int>(s.hostIds.size()) != s.size) {
     hcclGoListenerClose(s.listener);  // not consumed: no init happens
-    TORCH_CHECK_VALUE(false, "hccl_go: need one address and one host id per rank: got ", s.peerAddrs.size(),
-                      " and ", s.hostIds.size(), " for ", s.size, " ranks");
+    TORCH_CHECK_VALUE(false, "hccl_go: need one address and one host id per rank: got ", s.peerAddrs.size(), " and ",
+                      s.hostIds.size(), " for ", s.size, " ranks");
   }
   std::vector<const char*> addrs;
   std::vector<const char*> hosts;
@@ -39,12 +38,12 @@ hcclGoComm_t initComm(const HcclGoBackend::Setup& s) {
     hosts.push_back(s.hostIds[i].c_str());
   }
   hcclGoComm_t comm = 0;
-  hcclGoResult_t r = hcclGoCommInitRank(&comm, s.size, s.rank, s.listener, addrs.data(), hosts.data(),
-                                        s.secret.c_str(), s.options.c_str());
+  hcclGoResult_t r = hcclGoCommInitRank(&comm, s.size, s.rank, s.listener, addrs.data(), hosts.data(), s.secret.c_str(),
+                                        s.options.c_str());
   if (r != hcclGoSuccess) {
     throwResult(r, 0,
-                "hccl_go: creating the communicator (rank " + std::to_string(s.rank) + " of " +
-                    std::to_string(s.size) + ", options \"" + s.options + "\")");
+                "hccl_go: creating the communicator (rank " + std::to_string(s.rank) + " of " + std::to_string(s.size) +
+                    ", options \"" + s.options + "\")");
   }
   return comm;
 }
@@ -53,9 +52,7 @@ hcclGoComm_t initComm(const HcclGoBackend::Setup& s) {
 // fork check runs on every op, and getpid() is a system call.
 std::atomic<pid_t> currentPid{getpid()};
 
-void noteForkedChild() {
-  currentPid.store(getpid(), std::memory_order_relaxed);
-}
+void noteForkedChild() { currentPid.store(getpid(), std::memory_order_relaxed); }
 
 [[maybe_unused]] const int atforkRegistered = pthread_atfork(nullptr, nullptr, noteForkedChild);
 
@@ -90,8 +87,9 @@ HcclGoBackend::~HcclGoBackend() {
       MaybeReleaseGil nogil;
       abortFirst = queue_->onCompletionThread() || !queue_->waitIdle(kDestructorGrace);
       if (abortFirst) {
-        TORCH_WARN("hccl_go: a process group was destroyed with ops still pending; aborting them "
-                   "(call torch.distributed.destroy_process_group() to wait for them instead)");
+        TORCH_WARN(
+            "hccl_go: a process group was destroyed with ops still pending; aborting them "
+            "(call torch.distributed.destroy_process_group() to wait for them instead)");
       }
     }
     teardown(abortFirst);
@@ -105,9 +103,7 @@ c10::intrusive_ptr<c10d::Backend::Options> HcclGoBackend::getBackendOptions() {
   return c10::make_intrusive<c10d::Backend::Options>("hccl_go", std::chrono::milliseconds(timeoutMs_.load()));
 }
 
-void HcclGoBackend::setTimeout(std::chrono::milliseconds timeout) {
-  timeoutMs_.store(timeout.count());
-}
+void HcclGoBackend::setTimeout(std::chrono::milliseconds timeout) { timeoutMs_.store(timeout.count()); }
 
 std::chrono::milliseconds HcclGoBackend::timeoutOr(std::chrono::milliseconds opTimeout) const {
   if (opTimeout == c10d::kUnsetTimeout || opTimeout.count() <= 0) {
@@ -150,9 +146,7 @@ bool HcclGoBackend::allReduceNow(const at::Tensor& t, const Reduction& red, cons
   return true;
 }
 
-bool HcclGoBackend::inForkedChild() const {
-  return currentPid.load(std::memory_order_relaxed) != pid_;
-}
+bool HcclGoBackend::inForkedChild() const { return currentPid.load(std::memory_order_relaxed) != pid_; }
 
 void HcclGoBackend::checkNotForked(const char* op) const {
   TORCH_CHECK(!inForkedChild(), "hccl_go: ", op, ": this process group was created by process ", pid_,
@@ -210,9 +204,7 @@ c10::intrusive_ptr<c10d::Work> HcclGoBackend::endCoalescing() {
   return group;
 }
 
-uint64_t HcclGoBackend::getSequenceNumberForGroup() {
-  return seqCollective_.load();
-}
+uint64_t HcclGoBackend::getSequenceNumberForGroup() { return seqCollective_.load(); }
 
 void HcclGoBackend::setSequenceNumberForGroup() {
   // Sequence numbers start at 0 on every rank: nothing to agree on.
@@ -232,13 +224,9 @@ std::string HcclGoBackend::commInfo() {
   TORCH_CHECK(false, "hccl_go: comm_info: the description is larger than 64 MiB");
 }
 
-void HcclGoBackend::abort() {
-  teardown(/*abortFirst=*/true);
-}
+void HcclGoBackend::abort() { teardown(/*abortFirst=*/true); }
 
-void HcclGoBackend::shutdown() {
-  teardown(/*abortFirst=*/false);
-}
+void HcclGoBackend::shutdown() { teardown(/*abortFirst=*/false); }
 
 void HcclGoBackend::teardown(bool abortFirst) {
   if (inForkedChild()) {

@@ -11,9 +11,8 @@
 #include <memory>
 #include <mutex>
 #include <string>
-#include <vector>
-
 #include <torch/csrc/distributed/c10d/Backend.hpp>
+#include <vector>
 
 #include "completion_queue.hpp"
 #include "hccl_go.h"
@@ -43,14 +42,10 @@ class HcclGoBackend : public c10d::Backend {
   explicit HcclGoBackend(const Setup& setup);
   ~HcclGoBackend() override;
 
-  const std::string getBackendName() const override {
-    return "hccl_go";
-  }
+  const std::string getBackendName() const override { return "hccl_go"; }
   c10::intrusive_ptr<Options> getBackendOptions() override;
   void setTimeout(std::chrono::milliseconds timeout) override;
-  bool supportsCoalescing() const override {
-    return true;
-  }
+  bool supportsCoalescing() const override { return true; }
 
   // ---- collectives ----
   c10::intrusive_ptr<c10d::Work> broadcast(std::vector<at::Tensor>& tensors,
@@ -65,8 +60,9 @@ class HcclGoBackend : public c10d::Backend {
   c10::intrusive_ptr<c10d::Work> allgather(std::vector<std::vector<at::Tensor>>& outputTensors,
                                            std::vector<at::Tensor>& inputTensors,
                                            const c10d::AllgatherOptions& opts = c10d::AllgatherOptions()) override;
-  c10::intrusive_ptr<c10d::Work> _allgather_base(at::Tensor& outputBuffer, at::Tensor& inputBuffer,
-                                                 const c10d::AllgatherOptions& opts = c10d::AllgatherOptions()) override;
+  c10::intrusive_ptr<c10d::Work> _allgather_base(
+      at::Tensor& outputBuffer, at::Tensor& inputBuffer,
+      const c10d::AllgatherOptions& opts = c10d::AllgatherOptions()) override;
   c10::intrusive_ptr<c10d::Work> allgather_coalesced(
       std::vector<std::vector<at::Tensor>>& outputTensorLists, std::vector<at::Tensor>& inputTensors,
       const c10d::AllgatherOptions& opts = c10d::AllgatherOptions()) override;
@@ -92,8 +88,7 @@ class HcclGoBackend : public c10d::Backend {
                                                std::vector<int64_t>& outputSplitSizes,
                                                std::vector<int64_t>& inputSplitSizes,
                                                const c10d::AllToAllOptions& opts = c10d::AllToAllOptions()) override;
-  c10::intrusive_ptr<c10d::Work> alltoall(std::vector<at::Tensor>& outputTensors,
-                                          std::vector<at::Tensor>& inputTensors,
+  c10::intrusive_ptr<c10d::Work> alltoall(std::vector<at::Tensor>& outputTensors, std::vector<at::Tensor>& inputTensors,
                                           const c10d::AllToAllOptions& opts = c10d::AllToAllOptions()) override;
   c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions& opts = c10d::BarrierOptions()) override;
 
@@ -126,24 +121,16 @@ class HcclGoBackend : public c10d::Backend {
 
   // hcclGoCommInfo as a JSON string.
   std::string commInfo();
-  hcclGoComm_t commHandle() const {
-    return comm_;
-  }
-  const std::string& optionsString() const {
-    return options_;
-  }
+  hcclGoComm_t commHandle() const { return comm_; }
+  const std::string& optionsString() const { return options_; }
 
   // The library stream collectives are issued on (HCCL_GO_STREAM_DEFAULT,
   // HCCL_GO_STREAM_HIGH_PRIORITY, or another of the communicator's
   // HCCL_GO_STREAMS). Point-to-point ops have queues of their own. A change
   // applies to the calls issued after it; the library rejects a stream the
   // communicator does not have when an op is issued on it.
-  int stream() const {
-    return stream_.load(std::memory_order_relaxed);
-  }
-  void setStream(int stream) {
-    stream_.store(stream, std::memory_order_relaxed);
-  }
+  int stream() const { return stream_.load(std::memory_order_relaxed); }
+  void setStream(int stream) { stream_.store(stream, std::memory_order_relaxed); }
 
   // Whether a collective that ran to completion inside its call (a
   // blocking Issue) returns no Work. Its caller, one of torch.distributed's
@@ -153,12 +140,8 @@ class HcclGoBackend : public c10d::Backend {
   // 7 us all_reduce. Off when something else may look at the Work: torch's
   // flight-recorder hook (HCCL_GO_TORCH_FLIGHT_RECORDER=1), whose callbacks
   // get every Work, so the creator turns it off then.
-  bool syncReturnsNone() const {
-    return syncReturnsNone_.load(std::memory_order_relaxed);
-  }
-  void setSyncReturnsNone(bool on) {
-    syncReturnsNone_.store(on, std::memory_order_relaxed);
-  }
+  bool syncReturnsNone() const { return syncReturnsNone_.load(std::memory_order_relaxed); }
+  void setSyncReturnsNone(bool on) { syncReturnsNone_.store(on, std::memory_order_relaxed); }
 
  private:
   friend class Issue;

@@ -1,7 +1,6 @@
 // bindings.cpp: the torch_hccl_go._C module. Python does the rendezvous
 // (torch_hccl_go/_rendezvous.py) and calls these.
 #include <dlfcn.h>
-
 #include <torch/python.h>
 
 #include "backend.hpp"
@@ -33,9 +32,7 @@ std::pair<uint64_t, std::string> listenRank(int rank, const std::vector<std::str
   return {listener, std::string(addr)};
 }
 
-void listenerClose(uint64_t listener) {
-  check(hcclGoListenerClose(listener), 0, "hccl_go: closing the listener");
-}
+void listenerClose(uint64_t listener) { check(hcclGoListenerClose(listener), 0, "hccl_go: closing the listener"); }
 
 int libraryVersion() {
   int v = 0;
@@ -106,10 +103,9 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def(
       "drain_at_exit",
       [](int64_t timeoutMs) { return hccl_go::CompletionQueue::drainAll(std::chrono::milliseconds(timeoutMs)); },
-      py::arg("timeout_ms"),
-        py::call_guard<py::gil_scoped_release>(),
-        "Waits (at most timeout) until no Work is in flight and every completion thread is idle; "
-        "registered with atexit, so that no completion thread drops a tensor once Python finalizes.");
+      py::arg("timeout_ms"), py::call_guard<py::gil_scoped_release>(),
+      "Waits (at most timeout) until no Work is in flight and every completion thread is idle; "
+      "registered with atexit, so that no completion thread drops a tensor once Python finalizes.");
   m.def("all_reduce_", &hccl_go::allReduceDirectPy, py::arg("tensor"), py::arg("op"), py::arg("group"),
         "torch_hccl_go.all_reduce in eager mode: an in-place, blocking all_reduce on the group's communicator "
         "(the GIL is released while it runs).");

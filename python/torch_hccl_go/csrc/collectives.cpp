@@ -1,9 +1,9 @@
 // collectives.cpp: the collectives of HcclGoBackend. Each one checks every
 // argument first (so a bad call throws before anything is issued), then
 // creates its Work and issues the library op(s) through an Issue.
-#include <numeric>
-
 #include <c10/util/Exception.h>
+
+#include <numeric>
 
 #include "backend.hpp"
 #include "issue.hpp"
@@ -14,13 +14,9 @@ namespace hccl_go {
 namespace {
 
 // Elements of the C API per tensor element (complex: two reals).
-size_t scale(const at::Tensor& t) {
-  return t.is_complex() ? 2 : 1;
-}
+size_t scale(const at::Tensor& t) { return t.is_complex() ? 2 : 1; }
 
-size_t countOf(const at::Tensor& t) {
-  return static_cast<size_t>(t.numel()) * scale(t);
-}
+size_t countOf(const at::Tensor& t) { return static_cast<size_t>(t.numel()) * scale(t); }
 
 void checkSameDtype(const at::Tensor& a, const char* aName, const at::Tensor& b, const char* bName, const char* op) {
   TORCH_CHECK_VALUE(a.scalar_type() == b.scalar_type(), "hccl_go: ", op, ": ", aName, " is a ", describe(a), " but ",
@@ -105,9 +101,7 @@ c10::intrusive_ptr<c10d::Work> HcclGoBackend::broadcast(std::vector<at::Tensor>&
     Issue is(*this, work, blocking(opts.asyncOp, opts.timeout));
     Buffer b = bufferOf(is.output(t, /*withData=*/opts.rootRank == rank_));
     const int root = static_cast<int>(opts.rootRank);
-    is.call([&](hcclGoWork_t* h) {
-      return hcclGoBroadcast(b.ptr, b.ptr, b.count, b.dtype, root, comm_, stream(), h);
-    });
+    is.call([&](hcclGoWork_t* h) { return hcclGoBroadcast(b.ptr, b.ptr, b.count, b.dtype, root, comm_, stream(), h); });
     work->setOutputs(tensors);
   }
   return handOver(std::move(work));
@@ -188,8 +182,8 @@ void HcclGoBackend::checkAllgatherBase(const at::Tensor& output, const at::Tenso
   checkTensor(input, op, "input");
   checkSameDtype(output, "output", input, "input", op);
   TORCH_CHECK_VALUE(output.numel() == input.numel() * size_, "hccl_go: ", op, ": output is a ", describe(output),
-                    " but must hold world_size (", size_, ") x input.numel() (", input.numel(), ") = ",
-                    input.numel() * size_, " elements");
+                    " but must hold world_size (", size_, ") x input.numel() (", input.numel(),
+                    ") = ", input.numel() * size_, " elements");
 }
 
 void HcclGoBackend::issueAllgatherBase(Issue& is, const at::Tensor& output, const at::Tensor& input) {
@@ -233,9 +227,8 @@ void HcclGoBackend::issueAllgatherList(Issue& is, const std::vector<at::Tensor>&
   if (uniform) {
     is.call([&](hcclGoWork_t* h) { return hcclGoAllGather(bi.ptr, bo.ptr, bi.count, bi.dtype, comm_, stream(), h); });
   } else {
-    is.call([&](hcclGoWork_t* h) {
-      return hcclGoAllGatherV(bi.ptr, bo.ptr, counts.data(), bi.dtype, comm_, stream(), h);
-    });
+    is.call(
+        [&](hcclGoWork_t* h) { return hcclGoAllGatherV(bi.ptr, bo.ptr, counts.data(), bi.dtype, comm_, stream(), h); });
   }
 }
 
@@ -333,8 +326,8 @@ void HcclGoBackend::checkReduceScatterBase(const at::Tensor& output, const at::T
   checkTensor(input, op, "input");
   checkSameDtype(output, "output", input, "input", op);
   TORCH_CHECK_VALUE(input.numel() == output.numel() * size_, "hccl_go: ", op, ": input is a ", describe(input),
-                    " but must hold world_size (", size_, ") x output.numel() (", output.numel(), ") = ",
-                    output.numel() * size_, " elements");
+                    " but must hold world_size (", size_, ") x output.numel() (", output.numel(),
+                    ") = ", output.numel() * size_, " elements");
 }
 
 void HcclGoBackend::issueReduceScatterBase(Issue& is, const at::Tensor& output, const at::Tensor& input,
@@ -390,8 +383,8 @@ c10::intrusive_ptr<c10d::Work> HcclGoBackend::reduce_scatter(std::vector<at::Ten
       });
     } else {
       is.call([&](hcclGoWork_t* h) {
-        return hcclGoReduceScatterV(bi.ptr, bo.ptr, counts.data(), bo.dtype, red.op, red.preMulScalar, comm_,
-                                    stream(), h);
+        return hcclGoReduceScatterV(bi.ptr, bo.ptr, counts.data(), bo.dtype, red.op, red.preMulScalar, comm_, stream(),
+                                    h);
       });
     }
     work->setOutputs(outputTensors);
@@ -399,8 +392,7 @@ c10::intrusive_ptr<c10d::Work> HcclGoBackend::reduce_scatter(std::vector<at::Ten
   return handOver(std::move(work));
 }
 
-c10::intrusive_ptr<c10d::Work> HcclGoBackend::_reduce_scatter_base(at::Tensor& outputBuffer,
-                                                                   at::Tensor& inputBuffer,
+c10::intrusive_ptr<c10d::Work> HcclGoBackend::_reduce_scatter_base(at::Tensor& outputBuffer, at::Tensor& inputBuffer,
                                                                    const c10d::ReduceScatterOptions& opts) {
   const char* op = "reduce_scatter_tensor";
   checkReduceScatterBase(outputBuffer, inputBuffer, op);
@@ -414,8 +406,9 @@ c10::intrusive_ptr<c10d::Work> HcclGoBackend::_reduce_scatter_base(at::Tensor& o
   return handOver(std::move(work));
 }
 
-c10::intrusive_ptr<c10d::Work> HcclGoBackend::reduce_scatter_tensor_coalesced(
-    std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs, const c10d::ReduceScatterOptions& opts) {
+c10::intrusive_ptr<c10d::Work> HcclGoBackend::reduce_scatter_tensor_coalesced(std::vector<at::Tensor>& outputs,
+                                                                              std::vector<at::Tensor>& inputs,
+                                                                              const c10d::ReduceScatterOptions& opts) {
   const char* op = "reduce_scatter_tensor_coalesced";
   TORCH_CHECK_VALUE(outputs.size() == inputs.size(), "hccl_go: ", op, ": ", inputs.size(), " inputs but ",
                     outputs.size(), " outputs");
@@ -453,8 +446,8 @@ c10::intrusive_ptr<c10d::Work> HcclGoBackend::alltoall_base(at::Tensor& outputBu
                         "_split_sizes its first dimension must divide by world_size (", size_, ")");
       return std::vector<int64_t>(size_, rows / size_);
     }
-    TORCH_CHECK_VALUE(static_cast<int>(splits.size()) == size_, "hccl_go: ", op, ": ", name,
-                      "_split_sizes has ", splits.size(), " entries; expected world_size (", size_, ")");
+    TORCH_CHECK_VALUE(static_cast<int>(splits.size()) == size_, "hccl_go: ", op, ": ", name, "_split_sizes has ",
+                      splits.size(), " entries; expected world_size (", size_, ")");
     int64_t sum = 0;
     for (int64_t s : splits) {
       TORCH_CHECK_VALUE(s >= 0, "hccl_go: ", op, ": negative entry in ", name, "_split_sizes");
@@ -527,8 +520,8 @@ c10::intrusive_ptr<c10d::Work> HcclGoBackend::alltoall(std::vector<at::Tensor>& 
     Buffer bi = bufferOf(in);
     Buffer bo = bufferOf(out);
     is.call([&](hcclGoWork_t* h) {
-      return hcclGoAllToAllV(bi.ptr, sendCounts.data(), sendDispls.data(), bo.ptr, recvCounts.data(),
-                             recvDispls.data(), bi.dtype, comm_, stream(), h);
+      return hcclGoAllToAllV(bi.ptr, sendCounts.data(), sendDispls.data(), bo.ptr, recvCounts.data(), recvDispls.data(),
+                             bi.dtype, comm_, stream(), h);
     });
     work->setOutputs(outputTensors);
   }
@@ -554,8 +547,8 @@ c10::intrusive_ptr<c10d::Work> HcclGoBackend::gather(std::vector<std::vector<at:
                       describe(outputTensors[0][0]), " but the input is a ", describe(input),
                       "; they must have the same number of elements");
   } else {
-    TORCH_CHECK_VALUE(outputTensors.empty() || (outputTensors.size() == 1 && outputTensors[0].empty()), "hccl_go: ",
-                      op, ": only the destination rank (", root, ") may pass a gather_list");
+    TORCH_CHECK_VALUE(outputTensors.empty() || (outputTensors.size() == 1 && outputTensors[0].empty()), "hccl_go: ", op,
+                      ": only the destination rank (", root, ") may pass a gather_list");
   }
   auto work = newWork(c10d::OpType::GATHER, op, inputTensors, opts.timeout);
   {
@@ -568,9 +561,7 @@ c10::intrusive_ptr<c10d::Work> HcclGoBackend::gather(std::vector<std::vector<at:
       work->setOutputs(outputTensors[0]);
     }
     Buffer bi = bufferOf(in);
-    is.call([&](hcclGoWork_t* h) {
-      return hcclGoGather(bi.ptr, recv, bi.count, bi.dtype, root, comm_, stream(), h);
-    });
+    is.call([&](hcclGoWork_t* h) { return hcclGoGather(bi.ptr, recv, bi.count, bi.dtype, root, comm_, stream(), h); });
   }
   return handOver(std::move(work));
 }
@@ -608,9 +599,7 @@ c10::intrusive_ptr<c10d::Work> HcclGoBackend::scatter(std::vector<at::Tensor>& o
       send = in.numel() == 0 ? nullptr : in.data_ptr();
     }
     Buffer bo = bufferOf(out);
-    is.call([&](hcclGoWork_t* h) {
-      return hcclGoScatter(send, bo.ptr, bo.count, bo.dtype, root, comm_, stream(), h);
-    });
+    is.call([&](hcclGoWork_t* h) { return hcclGoScatter(send, bo.ptr, bo.count, bo.dtype, root, comm_, stream(), h); });
     work->setOutputs(outputTensors);
   }
   return handOver(std::move(work));

@@ -1,12 +1,11 @@
 #include "completion_queue.hpp"
 
+#include <c10/core/GradMode.h>
+#include <c10/util/Exception.h>
 #include <pthread.h>
 
 #include <algorithm>
 #include <thread>
-
-#include <c10/core/GradMode.h>
-#include <c10/util/Exception.h>
 
 #include "errors.hpp"
 #include "gil.hpp"
@@ -296,8 +295,6 @@ bool CompletionQueue::waitExited(std::chrono::milliseconds timeout) {
   return stateCv_.wait_for(lock, timeout, [&] { return threads_ == 0; });
 }
 
-bool CompletionQueue::onCompletionThread() const {
-  return tlsQueue == this;
-}
+bool CompletionQueue::onCompletionThread() const { return tlsQueue == this; }
 
 }  // namespace hccl_go

@@ -12,6 +12,8 @@
 // Normally one thread serves everything; extra threads exit when idle.
 #pragma once
 
+#include <c10/util/SmallVector.h>
+
 #include <chrono>
 #include <condition_variable>
 #include <deque>
@@ -20,8 +22,6 @@
 #include <string>
 #include <unordered_map>
 #include <vector>
-
-#include <c10/util/SmallVector.h>
 
 #include "hccl_go.h"
 #include "work.hpp"
@@ -89,8 +89,7 @@ class CompletionQueue : public std::enable_shared_from_this<CompletionQueue> {
   CompletionQueue() = default;
   // No Work in flight, no event queued, every thread waiting; false on timeout.
   bool waitQuiet(std::chrono::steady_clock::time_point deadline);
-  static void onLibraryCompletion(void* userData, hcclGoWork_t handle, hcclGoResult_t status,
-                                  const char* msg) noexcept;
+  static void onLibraryCompletion(void* userData, hcclGoWork_t handle, hcclGoResult_t status, const char* msg) noexcept;
   void push(Event ev);
   // Starts a detached thread running serve(); call with threads_ counted.
   void spawn();

@@ -11,9 +11,10 @@
 // name, the reduce op as its RedOpType number and PREMUL_SUM's factor),
 // and, in eager mode, _C.all_reduce_ (pybind: the group and the ReduceOp as
 // they are), which saves the dispatcher's argument handling.
+#include <torch/library.h>
+
 #include <torch/csrc/distributed/c10d/GroupRegistry.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
-#include <torch/library.h>
 
 #include "backend.hpp"
 #include "tensors.hpp"
@@ -45,8 +46,7 @@ HcclGoBackend& hcclGoBackendOf(c10d::ProcessGroup& pg) {
 
 void allReduceDirect(const at::Tensor& t, const c10d::ReduceOp& op, c10d::ProcessGroup& pg) {
   TORCH_CHECK_VALUE(t.defined(), kDirectOp, ": the tensor is undefined");
-  TORCH_CHECK_VALUE(t.device().is_cpu(), kDirectOp, ": the tensor is on ", t.device(),
-                    "; hccl_go reduces CPU tensors");
+  TORCH_CHECK_VALUE(t.device().is_cpu(), kDirectOp, ": the tensor is on ", t.device(), "; hccl_go reduces CPU tensors");
   TORCH_CHECK_VALUE(t.is_contiguous(), kDirectOp, ": the tensor (", describe(t),
                     ") is not contiguous; reduce a contiguous copy and copy it back");
   checkTensor(t, kDirectOp, "tensor");
@@ -85,10 +85,6 @@ TORCH_LIBRARY(hccl_go, m) {
 // Every device reaches the kernel, which refuses all but CPU tensors with a
 // clear error (rather than the dispatcher's "could not run ... with
 // arguments from the ... backend").
-TORCH_LIBRARY_IMPL(hccl_go, CompositeExplicitAutograd, m) {
-  m.impl("all_reduce_", &hccl_go::allReduceOp);
-}
+TORCH_LIBRARY_IMPL(hccl_go, CompositeExplicitAutograd, m) { m.impl("all_reduce_", &hccl_go::allReduceOp); }
 
-TORCH_LIBRARY_IMPL(hccl_go, Meta, m) {
-  m.impl("all_reduce_", &hccl_go::allReduceMeta);
-}
+TORCH_LIBRARY_IMPL(hccl_go, Meta, m) { m.impl("all_reduce_", &hccl_go::allReduceMeta); }

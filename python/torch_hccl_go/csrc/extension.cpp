@@ -5,12 +5,12 @@
 // as one unit parses them once, which makes a build ~3x cheaper on a small
 // machine. The sources stay separate files, one concept each; names in
 // their anonymous namespaces must therefore not clash.
+#include "backend.cpp"
+#include "bindings.cpp"
+#include "collectives.cpp"
+#include "completion_queue.cpp"
+#include "direct.cpp"
 #include "errors.cpp"
+#include "p2p.cpp"
 #include "tensors.cpp"
 #include "work.cpp"
-#include "completion_queue.cpp"
-#include "backend.cpp"
-#include "collectives.cpp"
-#include "p2p.cpp"
-#include "direct.cpp"
-#include "bindings.cpp"

@@ -17,11 +17,11 @@
 // its error at once, as wait() would have.
 #pragma once
 
+#include <ATen/ATen.h>
+
 #include <exception>
 #include <string>
 #include <utility>
-
-#include <ATen/ATen.h>
 
 #include "backend.hpp"
 #include "errors.hpp"
@@ -81,9 +81,7 @@ class Issue {
     return c;
   }
 
-  HcclGoWork& work() {
-    return *work_;
-  }
+  HcclGoWork& work() { return *work_; }
 
   // Issues one library op (call gets the hcclGoWork_t* to fill) as a part
   // of the Work; throws with the library's message if it is refused.

@@ -1,8 +1,8 @@
 #include "tensors.hpp"
 
-#include <sstream>
-
 #include <c10/util/Exception.h>
+
+#include <sstream>
 
 namespace hccl_go {
 
@@ -55,9 +55,7 @@ const char* kSupportedDtypes =
 
 // Float8 and packed float4 tensors move as bytes; no reduction is defined
 // for them here.
-bool movesAsBytes(at::ScalarType type) {
-  return at::isFloat8Type(type) || type == at::kFloat4_e2m1fn_x2;
-}
+bool movesAsBytes(at::ScalarType type) { return at::isFloat8Type(type) || type == at::kFloat4_e2m1fn_x2; }
 
 const char* opName(c10d::ReduceOp::RedOpType op) {
   switch (op) {
@@ -170,8 +168,8 @@ void checkTensor(const at::Tensor& t, const char* op, const char* name) {
   TORCH_CHECK_VALUE(t.device().is_cpu(), "hccl_go: ", op, ": ", name, " is a ", describe(t),
                     "; the hccl_go backend takes CPU tensors only (use backend=\"cpu:hccl_go,cuda:nccl\" "
                     "or move the tensor to the CPU)");
-  TORCH_CHECK_VALUE(t.layout() == at::kStrided, "hccl_go: ", op, ": ", name, " is a ", describe(t),
-                    " with layout ", t.layout(), "; only dense (strided) tensors are supported");
+  TORCH_CHECK_VALUE(t.layout() == at::kStrided, "hccl_go: ", op, ": ", name, " is a ", describe(t), " with layout ",
+                    t.layout(), "; only dense (strided) tensors are supported");
   TORCH_CHECK_VALUE(goDtype(t.scalar_type()).has_value(), "hccl_go: ", op, ": ", name, " is a ", describe(t),
                     "; supported dtypes: ", kSupportedDtypes);
 }

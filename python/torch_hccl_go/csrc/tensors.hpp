@@ -2,12 +2,12 @@
 // (pointer, count, datatype) triple of the C API.
 #pragma once
 
+#include <ATen/ATen.h>
+
 #include <optional>
 #include <string>
-#include <vector>
-
-#include <ATen/ATen.h>
 #include <torch/csrc/distributed/c10d/Types.hpp>
+#include <vector>
 
 #include "hccl_go.h"
 

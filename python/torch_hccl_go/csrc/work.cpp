@@ -1,10 +1,10 @@
 #include "work.hpp"
 
-#include <algorithm>
-
 #include <ATen/core/jit_type.h>
 #include <ATen/record_function.h>
 #include <c10/util/Exception.h>
+
+#include <algorithm>
 
 #include "completion_queue.hpp"
 #include "errors.hpp"
@@ -22,9 +22,8 @@ std::chrono::milliseconds clampTimeout(std::chrono::milliseconds t) {
 
 }  // namespace
 
-HcclGoWork::HcclGoWork(int rank, c10d::OpType opType, std::string name, uint64_t seq,
-                       std::chrono::milliseconds timeout, std::shared_ptr<CompletionQueue> queue,
-                       const std::vector<at::Tensor>& inputs)
+HcclGoWork::HcclGoWork(int rank, c10d::OpType opType, std::string name, uint64_t seq, std::chrono::milliseconds timeout,
+                       std::shared_ptr<CompletionQueue> queue, const std::vector<at::Tensor>& inputs)
     // A profiler range only while something (the torch profiler) records:
     // for any title c10d::Work makes a RecordFunction, an allocation per op.
     : c10d::Work(rank, opType, at::hasCallbacks() ? ("hccl_go:" + name).c_str() : nullptr, inputs),
@@ -33,26 +32,18 @@ HcclGoWork::HcclGoWork(int rank, c10d::OpType opType, std::string name, uint64_t
       timeout_(timeout),
       queue_(std::move(queue)) {}
 
-void HcclGoWork::keep(const at::Tensor& t) {
-  kept_.push_back(t);
-}
+void HcclGoWork::keep(const at::Tensor& t) { kept_.push_back(t); }
 
 const std::vector<size_t>& HcclGoWork::keepCounts(std::vector<size_t> counts) {
   keptCounts_.push_back(std::move(counts));
   return keptCounts_.back();
 }
 
-void HcclGoWork::copyBackOnSuccess(const at::Tensor& dst, const at::Tensor& src) {
-  copyBack_.emplace_back(dst, src);
-}
+void HcclGoWork::copyBackOnSuccess(const at::Tensor& dst, const at::Tensor& src) { copyBack_.emplace_back(dst, src); }
 
-void HcclGoWork::setOutputs(std::vector<at::Tensor> outputs) {
-  outputs_ = std::move(outputs);
-}
+void HcclGoWork::setOutputs(std::vector<at::Tensor> outputs) { outputs_ = std::move(outputs); }
 
-void HcclGoWork::addPart() {
-  pending_.fetch_add(1, std::memory_order_relaxed);
-}
+void HcclGoWork::addPart() { pending_.fetch_add(1, std::memory_order_relaxed); }
 
 void HcclGoWork::failIssue(hcclGoResult_t status, const std::string& msg) {
   std::lock_guard<std::mutex> lock(errMu_);
@@ -209,18 +200,15 @@ c10::intrusive_ptr<c10::ivalue::Future> HcclGoWork::getFuture() {
   return future;
 }
 
-uint64_t HcclGoWork::getSequencenumber() const {
-  return seq_;
-}
+uint64_t HcclGoWork::getSequencenumber() const { return seq_; }
 
-std::chrono::milliseconds HcclGoWork::getTimeout() const {
-  return timeout_;
-}
+std::chrono::milliseconds HcclGoWork::getTimeout() const { return timeout_; }
 
 int HcclGoWork::sourceRank() const {
   TORCH_CHECK(retrieveOpType() == c10d::OpType::RECV || retrieveOpType() == c10d::OpType::RECVANYSOURCE, label(),
               ": sourceRank() is only defined for receives");
-  TORCH_CHECK(finished_.load() && source_ >= 0, label(), ": sourceRank() of a receive that has not completed successfully");
+  TORCH_CHECK(finished_.load() && source_ >= 0, label(),
+              ": sourceRank() of a receive that has not completed successfully");
   return source_;
 }
 

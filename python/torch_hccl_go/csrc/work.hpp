@@ -13,17 +13,17 @@
 // temporaries) until it completes, so their memory outlives the op.
 #pragma once
 
+#include <ATen/core/ivalue.h>
+
 #include <atomic>
 #include <chrono>
 #include <list>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <torch/csrc/distributed/c10d/Work.hpp>
 #include <utility>
 #include <vector>
-
-#include <ATen/core/ivalue.h>
-#include <torch/csrc/distributed/c10d/Work.hpp>
 
 #include "hccl_go.h"
 
@@ -61,18 +61,14 @@ class HcclGoWork : public c10d::Work {
   // Future callback can be attached yet.
   void sealDone();
   // Whether its ops ran to completion inside their calls (sealDone).
-  bool ranBlocking() const {
-    return ranBlocking_;
-  }
+  bool ranBlocking() const { return ranBlocking_; }
   // Makes this Work complete only after `child` does; its outputs follow
   // those of earlier children (coalescing). Call before this Work's seal()
   // and before the child's first part is issued.
   void addChild(const c10::intrusive_ptr<HcclGoWork>& child);
 
   // True for a Work inside a coalescing group (it has a parent).
-  bool inGroup() const {
-    return !parents_.empty();
-  }
+  bool inGroup() const { return !parents_.empty(); }
 
   // ---- completion side (completion thread, or the CompletionQueue) ----
 
@@ -83,20 +79,12 @@ class HcclGoWork : public c10d::Work {
 
   // The library handles of this Work's own ops, in issue order (written by
   // the issuing thread before the Work is returned to the caller).
-  void addHandle(hcclGoWork_t handle) {
-    handles_.push_back(handle);
-  }
-  const std::vector<hcclGoWork_t>& handles() const {
-    return handles_;
-  }
+  void addHandle(hcclGoWork_t handle) { handles_.push_back(handle); }
+  const std::vector<hcclGoWork_t>& handles() const { return handles_; }
 
-  const std::string& name() const {
-    return name_;
-  }
+  const std::string& name() const { return name_; }
   // How errors name the op: "hccl_go: all_reduce (op #7)".
-  std::string label() const {
-    return "hccl_go: " + name_ + " (op #" + std::to_string(seq_) + ")";
-  }
+  std::string label() const { return "hccl_go: " + name_ + " (op #" + std::to_string(seq_) + ")"; }
 
   // ---- c10d::Work ----
   bool wait(std::chrono::milliseconds timeout = kNoTimeout) override;
@@ -109,9 +97,7 @@ class HcclGoWork : public c10d::Work {
 
   // Where the library writes the sender of a receive from any rank; valid
   // as long as this Work, which outlives the op.
-  int* sourceSlot() {
-    return &source_;
-  }
+  int* sourceSlot() { return &source_; }
 
  private:
   // Completes f with this finished Work's outcome.
