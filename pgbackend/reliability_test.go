@@ -76,7 +76,17 @@ func TestPeerLossFailsEveryOp(t *testing.T) {
 					pending[r] = append(pending[r], w)
 				}
 			}
-			time.Sleep(50 * time.Millisecond)
+			// Every op is running (waiting for rank 3) before rank 3 goes.
+			require.Eventually(t, func() bool {
+				for r := range pending {
+					for _, w := range pending[r] {
+						if started, _ := w.Times(); started.IsZero() {
+							return false
+						}
+					}
+				}
+				return true
+			}, 5*time.Second, time.Millisecond, "the ops never started")
 			start := time.Now()
 			cs[3].Abort() // closes its links abruptly, as a crash would
 			for r := 0; r < 3; r++ {
@@ -128,8 +138,9 @@ func TestTimeoutNamesRanksNotArrived(t *testing.T) {
 				assert.ErrorContains(t, err, "waiting for ranks [2]")
 				assert.ErrorContains(t, err, "rank 2 has not issued it (last issued seq 1)")
 			}
-			// Rank 2 was told: its late op fails without waiting.
-			time.Sleep(100 * time.Millisecond)
+			// Rank 2 is told: its late op fails without waiting.
+			require.Eventually(t, func() bool { return cs[2].failure() != nil }, 5*time.Second, time.Millisecond,
+				"rank 2 was never told of the timeout")
 			start := time.Now()
 			w, err := cs[2].AllReduce(f32(1, 2), make([]byte, 8), reduce.Float32, reduce.Sum, 0, StreamDefault)
 			require.NoError(t, err)
@@ -255,9 +266,8 @@ func TestDestroyIsNotAFailure(t *testing.T) {
 		wait(t, w, err)
 	})
 	require.NoError(t, cs[0].Destroy())
-	time.Sleep(100 * time.Millisecond)
-	assert.NoError(t, cs[1].failure())
-	assert.NoError(t, cs[2].failure())
+	assert.Never(t, func() bool { return cs[1].failure() != nil || cs[2].failure() != nil }, 100*time.Millisecond,
+		time.Millisecond, "a peer saw rank 0's destroy as a failure")
 }
 
 func TestCompareFingerprints(t *testing.T) {

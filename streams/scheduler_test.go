@@ -217,8 +217,9 @@ func TestEventsOrderStreams(t *testing.T) {
 	// b's op still starts as soon as the event completes.
 	dependent := b.Submit("dependent", rec.op("dependent", nil), ev)
 	independent := a.Submit("independent", rec.op("independent", nil))
-	time.Sleep(5 * time.Millisecond)
-	assert.Equal(t, []string{"start first"}, rec.get())
+	require.Eventually(t, func() bool { return index(rec.get(), "start first") == 0 }, waitLimit, 100*time.Microsecond)
+	assert.Never(t, func() bool { return len(rec.get()) > 1 }, 5*time.Millisecond, 100*time.Microsecond,
+		"an op started while first held stream a and the event: %v", rec.get())
 	close(release)
 	waitAll(t, first, ev, dependent, independent)
 	got := rec.get()

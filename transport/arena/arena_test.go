@@ -90,8 +90,23 @@ func TestPostAndWaitAcrossEpochs(t *testing.T) {
 	}
 }
 
+// waitAsleep waits until a goroutine of a sleeps on peer j's bell.
+func waitAsleep(t *testing.T, a *Arena, j int) {
+	t.Helper()
+	require.Eventually(t, func() bool { return a.waiters[j].Load() > 0 }, 5*time.Second, 100*time.Microsecond,
+		"nobody went to sleep on rank %d's bell", j)
+}
+
+// slowLiveness is a configuration whose sleepers wake on their own only every
+// 5 s, so that a test can tell a wake-up from a liveness check with a margin.
+func slowLiveness(t *testing.T) Config {
+	cfg := testConfig(shmDir(t))
+	cfg.LivenessInterval = 5 * time.Second
+	return cfg
+}
+
 func TestSleepingWaiterIsWoken(t *testing.T) {
-	arenas := connectAll(t, 2, testConfig(shmDir(t)))
+	arenas := connectAll(t, 2, slowLiveness(t))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	done := make(chan error, 1)
@@ -100,12 +115,12 @@ func TestSleepingWaiterIsWoken(t *testing.T) {
 		e := arenas[0].Next()
 		done <- arenas[0].Wait(ctx, 1, e)
 	}()
-	time.Sleep(30 * time.Millisecond) // well past spinning and yielding: asleep
+	waitAsleep(t, arenas[0], 1) // past spinning and yielding
 	require.NoError(t, arenas[1].Begin(1))
 	start := time.Now()
 	arenas[1].Post(arenas[1].Next())
 	require.NoError(t, <-done)
-	assert.Less(t, time.Since(start), 10*time.Millisecond, "woken by the post, not the liveness timeout")
+	assert.Less(t, time.Since(start), time.Second, "woken by the post, not the liveness timeout")
 	arenas[0].End(nil)
 	arenas[1].End(nil)
 }
@@ -128,19 +143,19 @@ func TestWaitEndsWithContext(t *testing.T) {
 }
 
 func TestCancelWakesSleeper(t *testing.T) {
-	arenas := connectAll(t, 2, testConfig(shmDir(t)))
+	arenas := connectAll(t, 2, slowLiveness(t))
 	a := arenas[0]
 	ctx, cancel := context.WithCancel(context.Background())
 	require.NoError(t, a.Begin(1))
 	done := make(chan error, 1)
 	go func() { done <- a.WaitAll(ctx, a.Next()) }()
-	time.Sleep(10 * time.Millisecond)
+	waitAsleep(t, a, 1)
 	start := time.Now()
 	cancel()
 	err := <-done
 	a.End(err)
 	require.ErrorIs(t, err, context.Canceled)
-	assert.Less(t, time.Since(start), 15*time.Millisecond)
+	assert.Less(t, time.Since(start), time.Second, "woken by the cancel, not the liveness timeout")
 }
 
 func TestPeerCloseIsDetected(t *testing.T) {
@@ -152,7 +167,7 @@ func TestPeerCloseIsDetected(t *testing.T) {
 	require.NoError(t, a.Begin(1))
 	done := make(chan error, 1)
 	go func() { done <- a.WaitAll(ctx, a.Next()) }()
-	time.Sleep(5 * time.Millisecond)
+	waitAsleep(t, a, 1)
 	start := time.Now()
 	require.NoError(t, arenas[1].Close())
 	err := <-done
@@ -174,7 +189,7 @@ func TestCloseInterruptsWait(t *testing.T) {
 		a.End(err)
 		done <- err
 	}()
-	time.Sleep(10 * time.Millisecond)
+	waitAsleep(t, a, 1)
 	require.NoError(t, a.Close())
 	assert.ErrorIs(t, <-done, ErrClosed)
 	assert.ErrorIs(t, a.Begin(2), ErrBroken)

@@ -24,12 +24,33 @@ func newFakeWriter() *fakeWriter { return &fakeWriter{stop: make(chan struct{})}
 
 func (w *fakeWriter) Interrupt() { w.once.Do(func() { close(w.stop) }) }
 
+// waitPosted waits until a Recv from peer under tag is posted in b.
+func waitPosted(t *testing.T, b *Box, peer int, tag transport.Tag) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		q := b.queues[key{peer, tag}]
+		return q != nil && len(q.posted) > 0
+	}, 5*time.Second, 100*time.Microsecond, "the Recv from rank %d tag %d was never posted", peer, tag)
+}
+
+// waitWaiter waits until a Recv waits for in's last byte.
+func waitWaiter(t *testing.T, b *Box, in *Incoming) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		return in.waiter != nil || in.req != nil
+	}, 5*time.Second, 100*time.Microsecond, "no Recv claimed the message")
+}
+
 func TestLandsInPostedBuffer(t *testing.T) {
 	b := NewBox(0, 2)
 	buf := make([]byte, 4)
 	done := make(chan error, 1)
 	go func() { done <- b.Recv(context.Background(), 1, 3, buf) }()
-	time.Sleep(5 * time.Millisecond)
+	waitPosted(t, b, 1, 3)
 	in, err := b.Arrive(1, 3, 4)
 	require.NoError(t, err)
 	dst := in.Acquire(0, 2, nil)
@@ -51,7 +72,7 @@ func TestGiveUpWaitsForWriter(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- b.Recv(ctx, 1, 1, buf) }()
-	time.Sleep(5 * time.Millisecond)
+	waitPosted(t, b, 1, 1)
 	in, err := b.Arrive(1, 1, 8)
 	require.NoError(t, err)
 
@@ -87,7 +108,7 @@ func TestUnexpectedThenRecv(t *testing.T) {
 	go func() { done <- b.Recv(context.Background(), 1, 1, buf) }()
 	copy(in.Acquire(0, 1, nil), "a")
 	in.Release(0, 1, nil)
-	time.Sleep(5 * time.Millisecond)
+	waitWaiter(t, b, in)
 	copy(in.Acquire(1, 2, nil), "bc")
 	in.Release(1, 2, nil)
 	require.NoError(t, <-done)
@@ -105,7 +126,7 @@ func TestFailPeer(t *testing.T) {
 	require.NoError(t, err)
 	pending := make(chan error, 1)
 	go func() { pending <- b.Recv(context.Background(), 1, 3, make([]byte, 1)) }()
-	time.Sleep(5 * time.Millisecond)
+	waitPosted(t, b, 1, 3)
 
 	b.FailPeer(1, errors.New("reset"))
 	var pe *transport.PeerError
@@ -149,7 +170,7 @@ func TestCloseFailsEverything(t *testing.T) {
 	b := NewBox(0, 2)
 	pending := make(chan error, 1)
 	go func() { pending <- b.Recv(context.Background(), 1, 1, make([]byte, 1)) }()
-	time.Sleep(5 * time.Millisecond)
+	waitPosted(t, b, 1, 1)
 	b.Close()
 	require.ErrorIs(t, <-pending, transport.ErrClosed)
 	_, err := b.Arrive(1, 1, 1)
