@@ -52,6 +52,12 @@ SETTINGS = _library_settings() + [
         "so that the runtime does not take it for stuck; 0: never.",
     ),
     Setting(
+        "HCCL_GO_STREAM",
+        "default",
+        "The stream a group's collectives go to unless Options(stream=...) says otherwise: default, high, "
+        "or an index below HCCL_GO_STREAMS (read by torch_hccl_go).",
+    ),
+    Setting(
         "HCCL_GO_TORCH_FLIGHT_RECORDER",
         "0",
         "1: let torch hook its own flight recorder onto hccl_go groups as well (about 3 us per op); "
