@@ -160,7 +160,7 @@ func (c *Communicator) concludeOp(id uint64, op opDesc, start time.Time, ctx *op
 		return ended, c.withGlobalRanks(err)
 	case ctx.Err() == context.DeadlineExceeded:
 		ran := c.clock.Now().Sub(start)
-		err = fmt.Errorf("%s: %w after %v (timeout %v)%s: %w", op.name(c.rank, c.size), ErrTimeout,
+		err = fmt.Errorf("%s: %w after %v (op timeout %v)%s: %w", op.name(c.rank, c.size), ErrTimeout,
 			ran.Round(time.Millisecond), c.cfg.Timeout, c.stragglers(op), err)
 	default:
 		err = fmt.Errorf("%s: %w", op.name(c.rank, c.size), err)
