@@ -144,6 +144,8 @@ class BuildExt(BuildExtension):
                 shutil.copy2(f, dest / f.name)
 
 
+_TORCH_MINOR = ".".join(torch.__version__.split("+")[0].split(".")[:2])
+
 extension = CppExtension(
     name="torch_hccl_go._C",
     # One translation unit that includes every csrc/*.cpp (see extension.cpp).
@@ -167,7 +169,9 @@ setup(
     ext_modules=[extension],
     cmdclass={"build_py": BuildPy, "build_ext": BuildExt.with_options(use_ninja=True)},
     python_requires=">=3.9",
-    install_requires=["torch>=2.6"],
+    # The extension's C++ ABI is that of the torch it was compiled against: a wheel
+    # built here installs only beside that torch minor version (and needs no Go).
+    install_requires=[f"torch=={_TORCH_MINOR}.*"],
     extras_require={"bench": ["matplotlib", "tqdm"]},
     entry_points={"console_scripts": ["hccl-go-bench = torch_hccl_go.bench.cli:main"]},
     zip_safe=False,
