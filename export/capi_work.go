@@ -39,8 +39,14 @@ func goWorkWait(h C.hcclGoWork_t, timeoutMs C.int64_t) (rc C.hcclGoResult_t) {
 		timeout = e.comm.c.Config().Timeout
 	}
 	// A caller about to block runs the op itself when it is next in line:
-	// no hand-off to the stream's goroutine and back.
-	e.w.RunInline()
+	// no hand-off to the stream's goroutine and back. Not when it would give
+	// up before the op's own timeout: an op run inline holds its caller until
+	// it ends, so a library thread runs it and the wait stays bounded.
+	if timeout <= 0 || timeout >= e.comm.c.Config().Timeout {
+		e.w.RunInline()
+	} else {
+		e.w.Start()
+	}
 	if err := e.w.Wait(context.Background(), timeout); err != nil {
 		return fail(e.comm, err)
 	}

@@ -14,6 +14,7 @@ import threading
 import time
 import traceback
 from collections.abc import Callable
+from datetime import timedelta
 
 import torch
 import torch.distributed as dist
@@ -258,6 +259,31 @@ def check_narrow_dtypes(ctx) -> None:
     dist.barrier()  # the refusal left the group usable
 
 
+def check_wait_timeout_and_monitored_barrier(ctx) -> None:
+    """work.wait(timeout) shorter than the op timeout ends at that timeout (the op keeps
+    running and completes later); monitored_barrier passes when every rank comes."""
+    rank = ctx.rank
+    if rank == 0:
+        got = torch.zeros(1)
+        w = dist.irecv(got, src=1, tag=77)
+        t0 = time.time()
+        try:
+            w.wait(timeout=timedelta(milliseconds=300))
+            raise AssertionError("the wait passed with nothing sent")
+        except RuntimeError as e:
+            assert "timed out" in str(e), e
+        took = time.time() - t0
+        assert took < 5, f"a 0.3 s wait took {took:.1f} s"
+    dist.barrier()
+    if rank == 1:
+        dist.send(torch.ones(1), dst=0, tag=77)
+    if rank == 0:
+        w.wait()
+        assert got.item() == 1.0
+    dist.monitored_barrier(timeout=timedelta(seconds=30))
+    dist.monitored_barrier(timeout=timedelta(seconds=30), wait_all_ranks=True)
+
+
 def _expect_error(what: str, fn: Callable, keywords: tuple[str, ...]) -> str:
     try:
         fn()
@@ -487,6 +513,7 @@ CHECKS: list[Callable] = [
     check_all_gather_coalesced,
     check_recv_any_source,
     check_narrow_dtypes,
+    check_wait_timeout_and_monitored_barrier,
     check_bad_inputs,
     check_non_contiguous,
     check_listen_options,

@@ -22,13 +22,14 @@ ROOT = Path(__file__).resolve().parents[2]
 PASSES = {
     "gloo": [
         "test_all_reduce_sum", "test_all_reduce_max", "test_all_reduce_sum_complex",
-        "test_all_reduce_coalesced_sum", "test_all_reduce_group_sum",
+        "test_all_reduce_coalesced_sum", "test_all_reduce_full_group_sum",
         "test_broadcast", "test_reduce_sum", "test_reduce_product",
         "test_all_gather", "test_all_gather_coalesced_simple", "test_all_gather_coalesced_with_empty",
-        "test_gather", "test_scatter", "test_barrier", "test_barrier_group",
+        "test_gather", "test_scatter", "test_barrier", "test_barrier_full_group",
         "test_send_recv", "test_send_recv_with_tag", "test_send_recv_any_source",
         "test_isend", "test_irecv", "test_batch_isend_irecv_gloo",
-        "test_barrier_timeout_global",
+        "test_barrier_timeout_global", "test_barrier_timeout_full_group",
+        "test_monitored_barrier_gloo", "test_monitored_barrier_gloo_subgroup",
         "test_all_gather_object_default_pg", "test_scatter_object_list",
         "test_DistributedDataParallelCPU",
     ],

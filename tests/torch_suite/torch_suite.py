@@ -25,6 +25,9 @@ BACKEND = "hccl_go"
 GATES_AS = os.environ.get("HCCL_GO_SUITE_GATES_AS", "") or BACKEND
 os.environ["BACKEND"] = GATES_AS
 os.environ.setdefault("WORLD_SIZE", "3")
+# Some gates want file:// initialization (what every test uses: setUp points INIT_METHOD
+# at a fresh file before it spawns the ranks, which read it when they import this).
+os.environ.setdefault("INIT_METHOD", "file:///nonexistent/set-by-each-test")
 
 import torch_hccl_go  # noqa: E402,F401  registers the backend in every spawned rank
 from torch.testing._internal.common_distributed import DistTestCases  # noqa: E402
@@ -39,7 +42,19 @@ from torch.testing._internal.distributed import distributed_test  # noqa: E402
 distributed_test.BACKEND = BACKEND
 
 # test name -> why it fails on hccl_go though the backend behaves as documented.
+_MODEL_BY_NAME = (
+    "the test prepares its DDP model only when BACKEND is gloo, mpi or nccl (the body reads the name, "
+    "not the feature tables), so it reaches ddp_model unset"
+)
 EXPECTED_FAILURES = {
+    "test_accumulate_gradients_no_sync": _MODEL_BY_NAME,
+    "test_accumulate_gradients_no_sync_allreduce_hook": _MODEL_BY_NAME,
+    "test_accumulate_gradients_no_sync_allreduce_with_then_hook": _MODEL_BY_NAME,
+    "test_accumulate_gradients_no_sync_grad_is_view": _MODEL_BY_NAME,
+    "test_sparse_all_reduce_sum": (
+        "all_reduce of sparse COO tensors is refused with a clear error; hccl_go's sparse all_reduce is "
+        "torch_hccl_go.sparse (values and indices, not a torch sparse tensor)"
+    ),
     "test_ddp_logging_data_cpu": (
         "DDP logs ProcessGroup.getBackendName(), which torch answers with 'custom' for "
         "every third-party backend; the test expects dist.get_backend()'s 'hccl_go'"

@@ -97,6 +97,9 @@ class HcclGoBackend : public c10d::Backend {
   c10::intrusive_ptr<c10d::Work> recv(std::vector<at::Tensor>& tensors, int srcRank, int tag) override;
   c10::intrusive_ptr<c10d::Work> recvAnysource(std::vector<at::Tensor>& tensors, int tag) override;
 
+  // torch's monitored_barrier (monitored_barrier.cpp).
+  void monitoredBarrier(const c10d::BarrierOptions& opts, bool waitAllRanks = false) override;
+
   // ---- coalescing: ops issued in between complete one Work ----
   void startCoalescing() override;
   c10::intrusive_ptr<c10d::Work> endCoalescing() override;
@@ -153,6 +156,10 @@ class HcclGoBackend : public c10d::Backend {
   c10::intrusive_ptr<HcclGoWork> newWork(c10d::OpType type, const char* name, const std::vector<at::Tensor>& inputs,
                                          std::chrono::milliseconds opTimeout, bool p2p = false);
   std::chrono::milliseconds timeoutOr(std::chrono::milliseconds opTimeout) const;
+  // send and recv under any library tag, including those above what torch
+  // can pass (tags are ints >= 0 there), which internal protocols use.
+  c10::intrusive_ptr<HcclGoWork> sendTagged(std::vector<at::Tensor>& tensors, int dstRank, uint32_t tag);
+  c10::intrusive_ptr<HcclGoWork> recvTagged(std::vector<at::Tensor>& tensors, int srcRank, uint32_t tag);
   // What a collective returns: its Work, or none for a blocking call when
   // nothing may look at it (syncReturnsNone; also not while the profiler's
   // record-function callbacks, which may box results, or torch.compile's

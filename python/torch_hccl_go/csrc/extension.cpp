@@ -11,6 +11,7 @@
 #include "completion_queue.cpp"
 #include "direct.cpp"
 #include "errors.cpp"
+#include "monitored_barrier.cpp"
 #include "p2p.cpp"
 #include "tensors.cpp"
 #include "work.cpp"

@@ -19,10 +19,17 @@ uint32_t checkedTag(int tag, const char* op) {
 }  // namespace
 
 c10::intrusive_ptr<c10d::Work> HcclGoBackend::send(std::vector<at::Tensor>& tensors, int dstRank, int tag) {
+  return sendTagged(tensors, dstRank, checkedTag(tag, "send"));
+}
+
+c10::intrusive_ptr<c10d::Work> HcclGoBackend::recv(std::vector<at::Tensor>& tensors, int srcRank, int tag) {
+  return recvTagged(tensors, srcRank, checkedTag(tag, "recv"));
+}
+
+c10::intrusive_ptr<HcclGoWork> HcclGoBackend::sendTagged(std::vector<at::Tensor>& tensors, int dstRank, uint32_t utag) {
   const char* op = "send";
   at::Tensor& t = single(tensors, op, "tensor");
   checkRank(dstRank, size_, op, "dst");
-  const uint32_t utag = checkedTag(tag, op);
   auto work = newWork(c10d::OpType::SEND, op, tensors, c10d::kUnsetTimeout, /*p2p=*/true);
   {
     Issue is(*this, work);
@@ -33,11 +40,10 @@ c10::intrusive_ptr<c10d::Work> HcclGoBackend::send(std::vector<at::Tensor>& tens
   return work;
 }
 
-c10::intrusive_ptr<c10d::Work> HcclGoBackend::recv(std::vector<at::Tensor>& tensors, int srcRank, int tag) {
+c10::intrusive_ptr<HcclGoWork> HcclGoBackend::recvTagged(std::vector<at::Tensor>& tensors, int srcRank, uint32_t utag) {
   const char* op = "recv";
   at::Tensor& t = single(tensors, op, "tensor");
   checkRank(srcRank, size_, op, "src");
-  const uint32_t utag = checkedTag(tag, op);
   auto work = newWork(c10d::OpType::RECV, op, tensors, c10d::kUnsetTimeout, /*p2p=*/true);
   {
     Issue is(*this, work);
