@@ -37,6 +37,18 @@ const char* dtypeName(at::ScalarType type) {
       return "uint32";
     case at::kUInt64:
       return "uint64";
+    case at::kFloat8_e5m2:
+      return "float8_e5m2";
+    case at::kFloat8_e4m3fn:
+      return "float8_e4m3fn";
+    case at::kFloat8_e5m2fnuz:
+      return "float8_e5m2fnuz";
+    case at::kFloat8_e4m3fnuz:
+      return "float8_e4m3fnuz";
+    case at::kFloat8_e8m0fnu:
+      return "float8_e8m0fnu";
+    case at::kFloat4_e2m1fn_x2:
+      return "float4_e2m1fn_x2";
     case at::kComplexHalf:
       return "complex32";
     case at::kComplexFloat:
