@@ -136,6 +136,11 @@ func goCommInitRank(comm *C.hcclGoComm_t, nranks, rank C.int, lh C.hcclGoListene
 	if peerAddrs == nil {
 		return fail(nil, invalid("hcclGoCommInitRank: peerAddrs is NULL"))
 	}
+	if secret == nil || *secret == 0 {
+		// Every connection is authenticated with it: an empty one would let
+		// anyone who reaches the port join the job.
+		return fail(nil, invalid("hcclGoCommInitRank: the job secret is empty; pass the same non-empty secret on every rank"))
+	}
 	l, ok := listeners.remove(uint64(lh))
 	if !ok {
 		return fail(nil, fmt.Errorf("%w: listener %d does not exist (already consumed?)", errInvalidHandle, uint64(lh)))
@@ -153,9 +158,7 @@ func goCommInitRank(comm *C.hcclGoComm_t, nranks, rank C.int, lh C.hcclGoListene
 		Addrs:   cStrings(peerAddrs, int(nranks)),
 		HostIDs: cStrings(hostIDs, int(nranks)),
 	}
-	if secret != nil {
-		rv.Secret = []byte(C.GoString(secret))
-	}
+	rv.Secret = []byte(C.GoString(secret))
 	if err := applyMaxProcs(rv.HostIDs, rv.Rank); err != nil {
 		l.Close()
 		return fail(nil, invalid("hcclGoCommInitRank: %v", err))

@@ -132,7 +132,7 @@ hcclGoResult_t hcclGoListenerClose(hcclGoListener_t listener);
  * is the address rank i published (from its hcclGoListenRank); hostIds[i]
  * identifies rank i's host (for shared memory; may be NULL). secret is the
  * job's shared secret used in every connection handshake (NUL-terminated,
- * may be empty). options is "key=value;key=value" with keys such as
+ * the same on every rank; empty or NULL is refused). options is "key=value;key=value" with keys such as
  * timeout_ms, algo, transport, compression (NULL for defaults and
  * HCCL_GO_* environment variables). The listener is consumed. Every rank
  * fails at once when a rank publishes a loopback address while a rank on

@@ -204,6 +204,10 @@ int main(int argc, char** argv) {
     OK(hcclGoListen(NULL, &l2, a2, sizeof a2));
     expectError(hcclGoCommInitRank(&bad, nranks, nranks + 1, l2, (const char* const*)addrs, NULL, "", NULL),
                 hcclGoInvalidArgument, 0, "rank");
+    expectError(hcclGoCommInitRank(&bad, nranks, rank, l2, (const char* const*)addrs, NULL, "", NULL),
+                hcclGoInvalidArgument, 0, "secret is empty");
+    expectError(hcclGoCommInitRank(&bad, nranks, rank, l2, (const char* const*)addrs, NULL, NULL, NULL),
+                hcclGoInvalidArgument, 0, "secret is empty");
     OK(hcclGoListenerClose(l2));
     /* hcclGoListenRank: ranks that share a host listen on loopback; a bad setting is refused. */
     const char* oneHost[64];
