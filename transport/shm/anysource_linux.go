@@ -2,7 +2,6 @@ package shm
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/hccl-go/hccl-go/transport"
 )
@@ -45,13 +44,5 @@ func (e *Endpoint) TryRecvAny(ctx context.Context, tag transport.Tag, buf []byte
 	}
 	r := e.post(from, tag, buf) // takes first: it heads its queue
 	e.mu.Unlock()
-	if err := e.awaitRecv(ctx, r); err != nil {
-		// As in Recv: holding token, nobody is writing into buf.
-		e.token.Lock()
-		e.mu.Lock()
-		e.cancel(r, key{from, tag}, fmt.Errorf("recv from rank %d tag %#x: %w", from, uint64(tag), err))
-		e.mu.Unlock()
-		e.token.Unlock()
-	}
-	return from, true, r.err
+	return from, true, e.finishRecv(ctx, r, from, tag)
 }

@@ -46,6 +46,13 @@ func (e *Endpoint) Recv(ctx context.Context, peer int, tag transport.Tag, buf []
 	e.mu.Lock()
 	r := e.post(peer, tag, buf)
 	e.mu.Unlock()
+	return e.finishRecv(ctx, r, peer, tag)
+}
+
+// finishRecv waits for the posted receive r from peer under tag and returns
+// its outcome; when ctx ends first it withdraws r, so that nothing lands in
+// its buffer afterwards.
+func (e *Endpoint) finishRecv(ctx context.Context, r *request, peer int, tag transport.Tag) error {
 	if err := e.awaitRecv(ctx, r); err != nil {
 		// Holding token, nobody is writing into buf (see recvCMA).
 		e.token.Lock()
