@@ -15,20 +15,14 @@ import (
 // RunAnySource runs the cases of transport.AnySource as subtests of t, for
 // endpoints that implement it.
 func RunAnySource(t *testing.T, newGroup NewGroupFunc) {
-	cases := []struct {
-		name string
-		fn   func(t *testing.T, newGroup NewGroupFunc)
-	}{
+	runCases(t, newGroup, []testCase{
 		{"EverySenderOnce", testAnyEverySenderOnce},
 		{"Admits", testAnyAdmits},
 		{"LargeWhileArriving", testAnyLarge},
 		{"SizeMismatch", testAnySizeMismatch},
 		{"Timeout", testAnyTimeout},
 		{"PeerDeath", testAnyPeerDeath},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) { c.fn(t, newGroup) })
-	}
+	})
 }
 
 func all(int) bool { return true }

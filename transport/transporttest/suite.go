@@ -28,10 +28,7 @@ const testTimeout = 20 * time.Second
 
 // Run runs the whole suite as subtests of t.
 func Run(t *testing.T, newGroup NewGroupFunc) {
-	cases := []struct {
-		name string
-		fn   func(t *testing.T, newGroup NewGroupFunc)
-	}{
+	cases := []testCase{
 		{"RankSize", testRankSize},
 		{"FIFOPerTag", testFIFOPerTag},
 		{"TagsIndependent", testTagsIndependent},
@@ -48,15 +45,26 @@ func Run(t *testing.T, newGroup NewGroupFunc) {
 		{"PeerDeath", testPeerDeath},
 		{"BadPeerRank", testBadPeerRank},
 	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) { c.fn(t, newGroup) })
-	}
+	runCases(t, newGroup, cases)
 	t.Run("AnySource", func(t *testing.T) {
 		if _, ok := newGroup(t, 1)[0].(transport.AnySource); !ok {
 			t.Skip("the endpoint does not implement transport.AnySource")
 		}
 		RunAnySource(t, newGroup)
 	})
+}
+
+// testCase is one named case of the suite.
+type testCase struct {
+	name string
+	fn   func(t *testing.T, newGroup NewGroupFunc)
+}
+
+// runCases runs each case as a subtest of t.
+func runCases(t *testing.T, newGroup NewGroupFunc, cases []testCase) {
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) { c.fn(t, newGroup) })
+	}
 }
 
 func testCtx(t *testing.T) context.Context {
