@@ -1,16 +1,23 @@
 """Builds torch_hccl_go, the hccl_go backend for torch.distributed.
 
 Two artefacts end up in the package:
-  torch_hccl_go/lib/libhccl_go.so  the Go library (go build -buildmode=c-shared ./export)
-  torch_hccl_go/_C*.so             the C++ c10d::Backend, linked against it (rpath $ORIGIN/lib)
+  torch_hccl_go/lib/libhccl_go.so        the Go library (go build -buildmode=c-shared ./export)
+  torch_hccl_go/_C_torch2_15*.so         the C++ c10d::Backend for one torch minor version,
+                                         linked against it (rpath $ORIGIN/lib)
 
 The extension is compiled against the torch already installed, so install
 without build isolation:
 
     pip install --no-build-isolation .        # or -e . for development
 
+A wheel for several torch minor versions carries one extension per version,
+built in their own environments: scripts/wheel.sh.
+
 Environment:
   HCCL_GO_PREBUILT_LIB=/path/libhccl_go.so  use this library instead of running go build
+  HCCL_GO_WHEEL_EXTENSIONS=a.so:b.so        extensions built against other torch minor
+                                            versions (with the same libhccl_go.so) to ship too;
+                                            the torch requirement then covers them all
   MAX_JOBS=N                                parallel C++ compile jobs (torch's ninja build)
 """
 
@@ -18,8 +25,8 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -111,8 +118,7 @@ def build_go_library() -> Path:
         # go build writes its own header beside the library; include/hccl_go.h is the API.
         (LIB_DIR / (LIB_NAME + ".h")).unlink(missing_ok=True)  # named after libhccl_go.so.tmp
     os.replace(tmp, out)
-    # The extension only works with the torch it was compiled against.
-    (LIB_DIR / "build_info.json").write_text(json.dumps({"torch_version": torch.__version__}) + "\n")
+    (LIB_DIR / "build_info.json").unlink(missing_ok=True)  # older builds' record of their torch
     _go_library_built = True
     return out
 
@@ -138,16 +144,48 @@ class BuildExt(BuildExtension):
             lib = build_go_library()
             super().run()
         if not self.inplace and not getattr(self, "editable_mode", False):
-            dest = Path(self.build_lib) / "torch_hccl_go" / "lib"
-            dest.mkdir(parents=True, exist_ok=True)
-            for f in (lib, LIB_DIR / "build_info.json"):
+            dest = Path(self.build_lib) / "torch_hccl_go"
+            (dest / "lib").mkdir(parents=True, exist_ok=True)
+            shutil.copy2(lib, dest / "lib" / lib.name)
+            for f in _EXTRA_EXTENSIONS.values():
                 shutil.copy2(f, dest / f.name)
 
 
-_TORCH_MINOR = ".".join(torch.__version__.split("+")[0].split(".")[:2])
+def _torch_minor(version: str) -> tuple[int, int]:
+    major, minor = version.split("+")[0].split(".")[:2]
+    return int(major), int(minor)
+
+
+def _extra_extensions() -> dict[tuple[int, int], Path]:
+    """HCCL_GO_WHEEL_EXTENSIONS: extensions for other torch minor versions, by version."""
+    found = {}
+    for p in (Path(p).resolve() for p in os.environ.get("HCCL_GO_WHEEL_EXTENSIONS", "").split(":") if p):
+        m = re.match(r"_C_torch(\d+)_(\d+)\.", p.name)
+        if not p.is_file() or m is None:
+            sys.exit(f"torch_hccl_go: HCCL_GO_WHEEL_EXTENSIONS: {p} is not a built _C_torchX_Y extension")
+        found[(int(m[1]), int(m[2]))] = p
+    return found
+
+
+def _torch_requirement(minors: set[tuple[int, int]]) -> str:
+    """torch>=2.14,<2.16 for {2.14, 2.15}: exactly the minor versions built."""
+    lo, hi = min(minors), max(minors)
+    if lo[0] != hi[0] or len(minors) != hi[1] - lo[1] + 1:
+        sys.exit(f"torch_hccl_go: extensions for torch {sorted(minors)} leave a gap; build consecutive minor versions")
+    return f"torch>={lo[0]}.{lo[1]},<{hi[0]}.{hi[1] + 1}"
+
+
+_TORCH = _torch_minor(torch.__version__)
+_EXTRA_EXTENSIONS = _extra_extensions()
+if _TORCH in _EXTRA_EXTENSIONS:
+    sys.exit(
+        f"torch_hccl_go: HCCL_GO_WHEEL_EXTENSIONS holds one for torch {torch.__version__}, the torch building this"
+    )
 
 extension = CppExtension(
-    name="torch_hccl_go._C",
+    # Named after the torch minor version whose C++ ABI it is built against
+    # (torch_hccl_go/_library.py loads the one that fits).
+    name=f"torch_hccl_go._C_torch{_TORCH[0]}_{_TORCH[1]}",
     # One translation unit that includes every csrc/*.cpp (see extension.cpp).
     sources=[str((PKG_DIR / "csrc" / "extension.cpp").relative_to(ROOT))],
     include_dirs=[str(ROOT / "include"), str(PKG_DIR / "csrc")],
@@ -165,13 +203,13 @@ setup(
     description="hccl_go: a collective-communication backend for torch.distributed, written in Go",
     package_dir={"": "python"},
     packages=find_packages("python"),
-    package_data={"torch_hccl_go": ["lib/*.so", "lib/*.json"]},
+    package_data={"torch_hccl_go": ["lib/*.so"]},
     ext_modules=[extension],
     cmdclass={"build_py": BuildPy, "build_ext": BuildExt.with_options(use_ninja=True)},
     python_requires=">=3.9",
-    # The extension's C++ ABI is that of the torch it was compiled against: a wheel
-    # built here installs only beside that torch minor version (and needs no Go).
-    install_requires=[f"torch=={_TORCH_MINOR}.*"],
+    # Each extension's C++ ABI is that of the torch it was compiled against: a wheel
+    # installs only beside the torch minor versions it carries an extension for.
+    install_requires=[_torch_requirement({_TORCH, *_EXTRA_EXTENSIONS})],
     extras_require={"bench": ["matplotlib", "tqdm"]},
     entry_points={"console_scripts": ["hccl-go-bench = torch_hccl_go.bench.cli:main"]},
     zip_safe=False,

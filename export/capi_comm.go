@@ -127,41 +127,46 @@ func cStrings(p **C.char, n int) []string {
 //export goCommInitRank
 func goCommInitRank(comm *C.hcclGoComm_t, nranks, rank C.int, lh C.hcclGoListener_t, peerAddrs, hostIDs **C.char, secret, options *C.char) (rc C.hcclGoResult_t) {
 	defer recoverPanic(&rc)
-	if comm == nil {
-		return fail(nil, invalid("hcclGoCommInitRank: comm is NULL"))
-	}
-	if nranks < 1 || rank < 0 || rank >= nranks {
-		return fail(nil, invalid("hcclGoCommInitRank: rank %d out of range for %d ranks", int(rank), int(nranks)))
-	}
-	if peerAddrs == nil {
-		return fail(nil, invalid("hcclGoCommInitRank: peerAddrs is NULL"))
-	}
-	if secret == nil || *secret == 0 {
-		// Every connection is authenticated with it: an empty one would let
-		// anyone who reaches the port join the job.
-		return fail(nil, invalid("hcclGoCommInitRank: the job secret is empty; pass the same non-empty secret on every rank"))
-	}
+	// The listener is consumed by every call, failed ones included, so that
+	// the caller never has to tell which failures left it open.
 	l, ok := listeners.remove(uint64(lh))
 	if !ok {
 		return fail(nil, fmt.Errorf("%w: listener %d does not exist (already consumed?)", errInvalidHandle, uint64(lh)))
+	}
+	refuse := func(format string, args ...any) C.hcclGoResult_t {
+		l.Close()
+		return fail(nil, invalid("hcclGoCommInitRank: "+format, args...))
+	}
+	if comm == nil {
+		return refuse("comm is NULL")
+	}
+	if nranks < 1 || rank < 0 || rank >= nranks {
+		return refuse("rank %d out of range for %d ranks", int(rank), int(nranks))
+	}
+	if peerAddrs == nil {
+		return refuse("peerAddrs is NULL")
 	}
 	cfg, err := pgbackend.ConfigFrom(cGetenv)
 	if err == nil && options != nil {
 		err = cfg.ApplyOptions(C.GoString(options))
 	}
 	if err != nil {
-		l.Close()
-		return fail(nil, invalid("hcclGoCommInitRank: %v", err))
+		return refuse("%v", err)
 	}
 	rv := pgbackend.Rendezvous{
 		Rank:    int(rank),
 		Addrs:   cStrings(peerAddrs, int(nranks)),
 		HostIDs: cStrings(hostIDs, int(nranks)),
 	}
-	rv.Secret = []byte(C.GoString(secret))
+	var explicit string
+	if secret != nil {
+		explicit = C.GoString(secret)
+	}
+	if rv.Secret, err = pgbackend.JobSecret(explicit, cGetenv, cfg.Unauthenticated); err != nil {
+		return refuse("%v", err)
+	}
 	if err := applyMaxProcs(rv.HostIDs, rv.Rank); err != nil {
-		l.Close()
-		return fail(nil, invalid("hcclGoCommInitRank: %v", err))
+		return refuse("%v", err)
 	}
 	c, err := pgbackend.Connect(context.Background(), l, rv, cfg)
 	if err != nil {

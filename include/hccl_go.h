@@ -131,10 +131,14 @@ hcclGoResult_t hcclGoListenerClose(hcclGoListener_t listener);
 /* Creates a communicator of nranks ranks, this one being rank. peerAddrs[i]
  * is the address rank i published (from its hcclGoListenRank); hostIds[i]
  * identifies rank i's host (for shared memory; may be NULL). secret is the
- * job's shared secret used in every connection handshake (NUL-terminated,
- * the same on every rank; empty or NULL is refused). options is "key=value;key=value" with keys such as
- * timeout_ms, algo, transport, compression (NULL for defaults and
- * HCCL_GO_* environment variables). The listener is consumed. Every rank
+ * job's shared secret that both ends of every connection prove in its
+ * handshake (NUL-terminated, the same on every rank); NULL or empty takes
+ * HCCL_GO_JOB_SECRET from the environment, and without that the call is
+ * refused unless options holds auth=none (an unauthenticated communicator:
+ * anyone who reaches its ports may join). options is "key=value;key=value"
+ * with keys such as timeout_ms, algo, transport, compression (NULL for
+ * defaults and HCCL_GO_* environment variables). The listener is consumed,
+ * by a failed call as well. Every rank
  * fails at once when a rank publishes a loopback address while a rank on
  * another host publishes a network address, and within
  * HCCL_GO_UNREACHABLE_MS when a peer's address takes no connections; the

@@ -59,6 +59,9 @@ func checkAdvertised(rv Rendezvous) error {
 // published and what to set, when an address was unreachable or ranks on
 // other hosts publish loopback.
 func connectAdvice(rv Rendezvous, err error) string {
+	if errors.Is(err, tcp.ErrBadSecret) {
+		return " [every rank of a communicator must hold the same job secret: set " + JobSecretEnv + " to the same value on every rank, or on none; through the C API, pass the same secret on every rank]"
+	}
 	if errors.Is(err, tcp.ErrUnreachable) {
 		return fmt.Sprintf(" [this rank published %s; the address each rank publishes must be reachable from every other rank's host: %s]", rv.Addrs[rv.Rank], ifnameAdvice)
 	}

@@ -79,6 +79,9 @@ type Config struct {
 	// GlobalRanks are the global ranks of a subgroup's members, for error
 	// messages (option global_ranks only; globalranks.go).
 	GlobalRanks []int
+	// Unauthenticated accepts connections without a job secret (option
+	// auth=none only; secret.go).
+	Unauthenticated bool
 }
 
 // Var documents one configuration variable.
@@ -201,6 +204,12 @@ func (c *Config) ApplyOptions(opts string) error {
 				return fmt.Errorf("option %s: %w", key, err)
 			}
 			c.GlobalRanks = ranks
+			continue
+		}
+		if strings.EqualFold(strings.TrimSpace(key), authOption) {
+			if err := parseAuth(c, val); err != nil {
+				return fmt.Errorf("option %s: %w", key, err)
+			}
 			continue
 		}
 		env := "HCCL_GO_" + strings.ToUpper(strings.TrimSpace(key))

@@ -13,12 +13,10 @@ import atexit as _atexit
 
 import torch  # noqa: F401  (loads libtorch before the extension)
 
-from ._library import check_torch_version, library_path
+from ._library import library_path, load_extension
 from ._version import __version__
 
-check_torch_version()
-
-from . import _C  # noqa: E402  (loads libhccl_go.so, starting the Go runtime)
+_C = load_extension()  # the build for this torch, as torch_hccl_go._C; starts the Go runtime
 from ._creator import register  # noqa: E402
 from .comm import comm_info, get_backend  # noqa: E402
 from .direct import all_reduce  # noqa: E402

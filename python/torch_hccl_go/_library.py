@@ -1,14 +1,25 @@
-"""Where libhccl_go.so lies, and a check that the extension matches torch."""
+"""Where libhccl_go.so lies, and which build of the extension fits the torch in use.
+
+The C++ extension is compiled against one torch minor version's C++ ABI, so
+it is named after it (_C_torch2_15); a wheel may carry one per torch minor
+version it supports, beside the one libhccl_go.so they all use. load_extension
+imports the build for the torch in use as torch_hccl_go._C.
+"""
 
 from __future__ import annotations
 
-import json
+import importlib
 import os
+import re
+import sys
 from pathlib import Path
+from types import ModuleType
 
 import torch
 
-_LIB_DIR = Path(__file__).resolve().parent / "lib"
+_PKG_DIR = Path(__file__).resolve().parent
+_LIB_DIR = _PKG_DIR / "lib"
+_EXTENSION = re.compile(r"^_C_torch(\d+)_(\d+)\.")
 
 
 def packaged_library_path() -> str:
@@ -24,23 +35,38 @@ def library_path() -> str:
     return os.path.realpath(_C.loaded_library_path() or packaged_library_path())
 
 
-def built_torch_version() -> str | None:
-    """The torch version the extension was compiled against (None if unknown)."""
+def torch_minor(version: str) -> tuple[int, int]:
+    """(2, 15) for "2.15.0+cu130"."""
+    major, minor = version.split("+")[0].split(".")[:2]
+    return int(major), int(minor)
+
+
+def extension_name(version: str) -> str:
+    """The extension module built against torch `version`: _C_torch2_15."""
+    major, minor = torch_minor(version)
+    return f"_C_torch{major}_{minor}"
+
+
+def built_torch_versions() -> list[str]:
+    """The torch minor versions this installation has an extension for ("2.15")."""
+    found = {m.groups() for p in _PKG_DIR.iterdir() if (m := _EXTENSION.match(p.name))}
+    return [f"{a}.{b}" for a, b in sorted(found, key=lambda v: (int(v[0]), int(v[1])))]
+
+
+def load_extension() -> ModuleType:
+    """Imports the extension built for the torch in use (which loads libhccl_go.so
+    and starts the Go runtime) and registers it as torch_hccl_go._C."""
+    name = extension_name(torch.__version__)
+    package = __name__.rpartition(".")[0]
     try:
-        return json.loads((_LIB_DIR / "build_info.json").read_text())["torch_version"]
-    except (OSError, ValueError, KeyError):
-        return None
-
-
-def _minor(version: str) -> tuple[str, ...]:
-    return tuple(version.split("+")[0].split(".")[:2])
-
-
-def check_torch_version() -> None:
-    """Raises ImportError if the extension was built for another torch minor version."""
-    built = built_torch_version()
-    if built is not None and _minor(built) != _minor(torch.__version__):
+        module = importlib.import_module(f".{name}", package)
+    except ModuleNotFoundError as e:
+        if e.name != f"{package}.{name}":
+            raise
+        built = ", ".join(built_torch_versions()) or "none"
         raise ImportError(
-            f"torch_hccl_go was compiled against torch {built} but torch {torch.__version__} is installed; "
-            "rebuild it: pip install --no-build-isolation ."
-        )
+            f"torch_hccl_go has no extension for torch {torch.__version__} (built for torch: {built}); "
+            "install a torch_hccl_go built for this torch, or build one here: pip install --no-build-isolation ."
+        ) from None
+    sys.modules[f"{package}._C"] = module
+    return module

@@ -4,9 +4,13 @@ Two rounds. First every rank publishes its host identity and reads
 everyone's; then it opens its listening socket (hcclGoListenRank), which
 needs them: ranks that all share one host listen on loopback, ranks that
 span hosts on the address of the route to the store's host (see
-pgbackend/listen.go), and publishes the address; rank 0 publishes a random
-job secret for the connection handshake. Only set/get/add are used, so any
-Store works (TCPStore, FileStore, PrefixStore).
+pgbackend/listen.go), and publishes the address. The job secret that every
+connection's handshake proves comes from HCCL_GO_JOB_SECRET when the launcher
+sets it on every rank (then it never enters the store); otherwise rank 0
+publishes a random one, which anyone who can read the store can read too.
+Each rank says in the first round which of the two it uses, so a launcher
+that set the variable on some ranks only gets an error on every rank. Only
+set/get/add are used, so any Store works (TCPStore, FileStore, PrefixStore).
 
 Keys are unique per group (torch passes a Store already prefixed with the
 group's name) and per creation: destroy_process_group + init_process_group
@@ -82,18 +86,41 @@ def _gather(store, prefix: str, rank: int, size: int, value: str) -> list[str]:
     return [store.get(f"{prefix}{r}").decode() for r in range(size)]
 
 
+JOB_SECRET_ENV = "HCCL_GO_JOB_SECRET"
+
+# How a rank gets the job secret, published beside its host id.
+_FROM_ENV, _FROM_STORE = "env", "store"
+
+
+def _check_secret_sources(sources: list[str]) -> None:
+    """Every rank must take the secret from the same place; names the odd ones."""
+    from_env = [r for r, s in enumerate(sources) if s == _FROM_ENV]
+    if from_env and len(from_env) != len(sources):
+        others = [r for r, s in enumerate(sources) if s != _FROM_ENV]
+        raise RuntimeError(
+            f"hccl_go: {JOB_SECRET_ENV} is set on ranks {from_env} but not on ranks {others} "
+            f"of this group; set it to the same value on every rank, or on none"
+        )
+
+
 def exchange(store, rank: int, size: int, options: str) -> Peers:
     """Publishes this rank's host id, then its listening address, and returns
     everyone's. options is the group's options string (listen_addr,
     socket_ifname, ... over the HCCL_GO_* variables)."""
     prefix = f"hccl_go/{size}/{_generation(store, size)}/"
-    hosts = _gather(store, prefix + "host/", rank, size, host_id())
+    env_secret = os.environ.get("HCCL_GO_JOB_SECRET", "")
+    source = _FROM_ENV if env_secret else _FROM_STORE
+    # "source host-id": the source is one word, the host id may hold anything.
+    first = _gather(store, prefix + "host/", rank, size, f"{source} {host_id()}")
+    sources = [v.split(" ", 1)[0] for v in first]
+    hosts = [v.split(" ", 1)[1] for v in first]
+    _check_secret_sources(sources)
     listener, addr = _C.listen_rank(rank, hosts, store_host(store), options)
     try:
-        if rank == 0:
+        if rank == 0 and not env_secret:
             store.set(prefix + "secret", secrets.token_hex(32))
         addrs = _gather(store, prefix + "addr/", rank, size, addr)
-        secret = store.get(prefix + "secret").decode()
+        secret = env_secret or store.get(prefix + "secret").decode()
     except BaseException:
         _C.listener_close(listener)
         raise

@@ -1,7 +1,7 @@
 """The HCCL_GO_* settings, for `python -m torch_hccl_go.info`.
 
 The library's own variables come from the library itself (pgbackend.Vars
-through hcclGoGetConfig); HCCL_GO_HOST_ID is read here, by the rendezvous.
+through hcclGoGetConfig); HCCL_GO_HOST_ID and HCCL_GO_JOB_SECRET are read here, by the rendezvous.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ class Setting:
     env: str
     default: str
     doc: str
+    secret: bool = False  # info shows whether it is set, never its value
 
 
 def _library_settings() -> list[Setting]:
@@ -36,6 +37,14 @@ SETTINGS = _library_settings() + [
         "HCCL_GO_HOST_ID",
         "hostname/boot_id/dev:ino of /dev/shm",
         "Host identity for shared memory (read by torch_hccl_go).",
+    ),
+    Setting(
+        "HCCL_GO_JOB_SECRET",
+        "",
+        "The job secret every connection's handshake proves, set by the launcher to the same value on every rank; "
+        "unset: rank 0 makes a random one and hands it out through the rendezvous store (read by torch_hccl_go and "
+        "by hcclGoCommInitRank when its secret is NULL).",
+        secret=True,
     ),
     Setting(
         "HCCL_GO_MAXPROCS",

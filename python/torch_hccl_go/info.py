@@ -15,7 +15,7 @@ import torch.distributed as dist
 import torch_hccl_go
 
 from . import _C, _settings
-from ._library import built_torch_version
+from ._library import built_torch_versions
 
 
 def _version_string(code: int) -> str:
@@ -26,13 +26,16 @@ def report(group: dist.ProcessGroup | None = None) -> str:
     """The text `python -m torch_hccl_go.info` prints."""
     lines = [
         f"torch_hccl_go   {torch_hccl_go.__version__}",
-        f"torch           {torch.__version__} (extension built against {built_torch_version() or 'unknown'})",
+        f"torch           {torch.__version__} (extensions built for torch {', '.join(built_torch_versions())})",
         f"library         {torch_hccl_go.library_path()}",
         f"library version {_version_string(_C.library_version())} (header {_version_string(_C.HEADER_VERSION)})",
         "settings (environment; unset ones take the default):",
     ]
     for setting, value in _settings.in_force():
-        shown = f"{value}" if value is not None else f"(unset, default {setting.default or 'empty'})"
+        if value is None:
+            shown = f"(unset, default {setting.default or 'empty'})"
+        else:
+            shown = "(set, not shown)" if setting.secret else value
         lines.append(f"  {setting.env:<28} {shown}")
     for env, value in sorted(_settings.unknown().items()):
         lines.append(f"  {env:<28} {value}   <- not a known setting")

@@ -67,9 +67,19 @@ int main(int argc, char** argv) {
   char* addrs[64];
   rendezvous(argv[3], rank, nranks, addr, addrs);
 
+  /* How this run authenticates (CAPI_TEST_AUTH, set by tests/go/capi): an explicit secret (default), the
+   * launcher's HCCL_GO_JOB_SECRET with a NULL secret ("env"), or none at all ("none"). */
+  const char* auth = getenv("CAPI_TEST_AUTH");
+  const char* secret = "capi-test-secret";
+  const char* initOptions = "timeout_ms=30000";
+  if (auth != NULL && strcmp(auth, "env") == 0) {
+    secret = NULL;
+  } else if (auth != NULL && strcmp(auth, "none") == 0) {
+    secret = NULL;
+    initOptions = "timeout_ms=30000;auth=none";
+  }
   hcclGoComm_t comm;
-  OK(hcclGoCommInitRank(&comm, nranks, rank, l, (const char* const*)addrs, NULL, "capi-test-secret",
-                        "timeout_ms=30000"));
+  OK(hcclGoCommInitRank(&comm, nranks, rank, l, (const char* const*)addrs, NULL, secret, initOptions));
   int n = -1, r = -1;
   OK(hcclGoCommCount(comm, &n));
   OK(hcclGoCommUserRank(comm, &r));
@@ -201,14 +211,30 @@ int main(int argc, char** argv) {
     hcclGoComm_t bad;
     hcclGoListener_t l2;
     char a2[256];
+    /* Each refused init consumes its listener, as a successful one does. */
     OK(hcclGoListen(NULL, &l2, a2, sizeof a2));
-    expectError(hcclGoCommInitRank(&bad, nranks, nranks + 1, l2, (const char* const*)addrs, NULL, "", NULL),
+    expectError(hcclGoCommInitRank(&bad, nranks, nranks + 1, l2, (const char* const*)addrs, NULL, "s", NULL),
                 hcclGoInvalidArgument, 0, "rank");
+    expectError(hcclGoListenerClose(l2), hcclGoInvalidUsage, 0, "listener");
+    /* Without a secret from anywhere (the communicator is idle: nothing else reads the environment now). */
+    char* envSecret = getenv("HCCL_GO_JOB_SECRET") ? strdup(getenv("HCCL_GO_JOB_SECRET")) : NULL;
+    unsetenv("HCCL_GO_JOB_SECRET");
+    OK(hcclGoListen(NULL, &l2, a2, sizeof a2));
     expectError(hcclGoCommInitRank(&bad, nranks, rank, l2, (const char* const*)addrs, NULL, "", NULL),
-                hcclGoInvalidArgument, 0, "secret is empty");
+                hcclGoInvalidArgument, 0, "auth=none");
+    OK(hcclGoListen(NULL, &l2, a2, sizeof a2));
     expectError(hcclGoCommInitRank(&bad, nranks, rank, l2, (const char* const*)addrs, NULL, NULL, NULL),
-                hcclGoInvalidArgument, 0, "secret is empty");
-    OK(hcclGoListenerClose(l2));
+                hcclGoInvalidArgument, 0, "HCCL_GO_JOB_SECRET");
+    OK(hcclGoListen(NULL, &l2, a2, sizeof a2));
+    expectError(hcclGoCommInitRank(&bad, nranks, rank, l2, (const char* const*)addrs, NULL, "s", "auth=none"),
+                hcclGoInvalidArgument, 0, "one or the other");
+    OK(hcclGoListen(NULL, &l2, a2, sizeof a2));
+    expectError(hcclGoCommInitRank(&bad, nranks, rank, l2, (const char* const*)addrs, NULL, NULL, "auth=maybe"),
+                hcclGoInvalidArgument, 0, "auth");
+    if (envSecret != NULL) {
+      setenv("HCCL_GO_JOB_SECRET", envSecret, 1);
+      free(envSecret);
+    }
     /* hcclGoListenRank: ranks that share a host listen on loopback; a bad setting is refused. */
     const char* oneHost[64];
     for (int i = 0; i < nranks; i++) oneHost[i] = "one-host";

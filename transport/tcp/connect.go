@@ -107,21 +107,26 @@ type setup struct {
 	errs     []error          // last dial error per peer
 	reach    []reach          // per peer: does its advertised address take connections
 	pending  map[net.Conn]struct{}
+	// badSecret is, per peer, the address of a connection that claimed to
+	// be it and did not prove the secret ("" if none): the likeliest cause
+	// when that peer then never links.
+	badSecret []string
 }
 
 func newSetup(rank, size int, cfg Config, ctx context.Context) *setup {
 	s := &setup{
-		rank:     rank,
-		size:     size,
-		cfg:      cfg,
-		complete: make(chan struct{}),
-		conns:    make([][]*net.TCPConn, size),
-		reserved: make([][]bool, size),
-		maxFrame: make([]int, size),
-		errs:     make([]error, size),
-		reach:    make([]reach, size),
-		pending:  make(map[net.Conn]struct{}),
-		need:     (size - 1) * cfg.StreamsPerPeer,
+		rank:      rank,
+		size:      size,
+		cfg:       cfg,
+		complete:  make(chan struct{}),
+		conns:     make([][]*net.TCPConn, size),
+		reserved:  make([][]bool, size),
+		maxFrame:  make([]int, size),
+		errs:      make([]error, size),
+		reach:     make([]reach, size),
+		badSecret: make([]string, size),
+		pending:   make(map[net.Conn]struct{}),
+		need:      (size - 1) * cfg.StreamsPerPeer,
 	}
 	s.deadline, _ = ctx.Deadline()
 	for p := range size {

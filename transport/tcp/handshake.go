@@ -57,6 +57,10 @@ var (
 	errBadAuth      = errors.New("job secret not proven")
 )
 
+// ErrBadSecret marks a connection set-up that failed because this rank and
+// a peer hold different job secrets.
+var ErrBadSecret = errors.New("the ranks were given different job secrets")
+
 func statusText(s uint16) string {
 	switch s {
 	case statusOK:

@@ -73,6 +73,7 @@ func (s *setup) acceptHandshake(conn net.Conn) (acceptedPeer, error) {
 	}
 	if !verifyHello(s.cfg.Secret, nonce, &h) {
 		s.refuse(conn, statusBadAuth)
+		s.noteBadSecret(int(h.Rank), conn.RemoteAddr().String())
 		return none, fmt.Errorf("%w (claimed rank %d)", errBadAuth, h.Rank)
 	}
 
@@ -160,6 +161,9 @@ func (s *setup) dialHandshake(ctx context.Context, conn net.Conn, peer, stream i
 		return 0, fmt.Errorf("%w: %w", errHandshakeRefused, err)
 	}
 	if w.Status != statusOK {
+		if w.Status == statusBadAuth {
+			return 0, fmt.Errorf("%w by rank %d: %s: %w", errHandshakeRefused, peer, statusText(w.Status), ErrBadSecret)
+		}
 		return 0, fmt.Errorf("%w by rank %d: %s", errHandshakeRefused, peer, statusText(w.Status))
 	}
 	if !verifyWelcome(s.cfg.Secret, &h, nonce, &w) || int(w.Rank) != peer {

@@ -121,6 +121,13 @@ func (s *setup) probeLoop(ctx context.Context, abort context.CancelCauseFunc, ad
 			s.reach[peer].succeeded()
 		} else {
 			v := s.reach[peer].failed(start, time.Now(), err, w)
+			// A peer whose dial did not prove the secret and whose listener
+			// now takes no connections has given up on this rank: say so at
+			// once. (A stranger's claim alone aborts nothing.)
+			if from := s.badSecretFrom(peer); from != "" && s.awaiting(peer) {
+				abort(fmt.Errorf("%w: rank %d has not linked with this rank: a connection from %s claiming to be rank %d did not prove this rank's secret, and rank %d's listener at %s now takes no connections (%v)", ErrBadSecret, peer, from, peer, peer, addr, err))
+				return
+			}
 			// The peer may have linked with this rank meanwhile, and then
 			// closed its listener because it is done.
 			if v != keepTrying && s.awaiting(peer) {
@@ -147,4 +154,23 @@ func (s *setup) awaiting(peer int) bool {
 		}
 	}
 	return false
+}
+
+// noteBadSecret records that a connection from addr claimed to be peer and
+// did not prove the secret.
+func (s *setup) noteBadSecret(peer int, addr string) {
+	if peer < 0 || peer >= s.size || peer == s.rank {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.badSecret[peer] = addr
+}
+
+// badSecretFrom returns the address of a connection that claimed to be peer
+// and did not prove the secret, "" if none did.
+func (s *setup) badSecretFrom(peer int) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.badSecret[peer]
 }

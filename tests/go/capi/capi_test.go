@@ -42,8 +42,23 @@ func TestCAPITwoProcesses(t *testing.T) {
 	}
 	dir := t.TempDir()
 	bin := buildProgram(t, dir)
-	for _, nranks := range []int{2, 3} {
-		t.Run(fmt.Sprintf("world%d", nranks), func(t *testing.T) {
+	runs := []struct {
+		nranks int
+		auth   string   // CAPI_TEST_AUTH: how capi_test.c authenticates its communicator
+		env    []string // added to each rank's environment
+	}{
+		{nranks: 2},
+		{nranks: 3},
+		{nranks: 2, auth: "env", env: []string{"HCCL_GO_JOB_SECRET=from-the-launcher"}},
+		{nranks: 2, auth: "none"},
+	}
+	for _, run := range runs {
+		nranks := run.nranks
+		name := fmt.Sprintf("world%d", nranks)
+		if run.auth != "" {
+			name += "/auth=" + run.auth
+		}
+		t.Run(name, func(t *testing.T) {
 			rv := t.TempDir()
 			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 			defer cancel()
@@ -55,7 +70,8 @@ func TestCAPITwoProcesses(t *testing.T) {
 				go func() {
 					defer wg.Done()
 					cmd := exec.CommandContext(ctx, bin, fmt.Sprint(r), fmt.Sprint(nranks), rv)
-					cmd.Env = append(os.Environ(), "HCCL_GO_MAXPROCS=2")
+					cmd.Env = append(withoutEnv(os.Environ(), "HCCL_GO_JOB_SECRET"), "HCCL_GO_MAXPROCS=2", "CAPI_TEST_AUTH="+run.auth)
+					cmd.Env = append(cmd.Env, run.env...)
 					out, err := cmd.CombinedOutput()
 					outs[r], errs[r] = string(out), err
 				}()
