@@ -30,7 +30,7 @@ func TestReadmeListsEverySetting(t *testing.T) {
 		}
 		assert.Contains(t, line, want, "README.md row for %s must show its default", v.Env)
 	}
-	for _, env := range []string{"HCCL_GO_MAXPROCS", "HCCL_GO_HOST_ID", "HCCL_GO_TORCH_FLIGHT_RECORDER"} {
+	for _, env := range []string{"HCCL_GO_MAXPROCS", "HCCL_GO_HOST_ID", "HCCL_GO_TORCH_FLIGHT_RECORDER", JobSecretEnv} {
 		assert.Contains(t, readme, "`"+env+"`", "README.md must document %s", env)
 	}
 }

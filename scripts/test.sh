@@ -6,7 +6,9 @@
 #   3. go test without -race for the packages whose matrices -race trims (raceEnabled),
 #   4. 30 s of every fuzz target (scripts/fuzz.sh) and a 2,000-op soak (scripts/soak.py),
 #   5. pytest tests/py       (the PyTorch backend, in spawned multi-process jobs; it
-#      includes a part of PyTorch's own distributed suite).
+#      includes a part of PyTorch's own distributed suite),
+#   6. the binary wheel (scripts/wheel.sh --test): built for every torch minor version it
+#      claims, installed without Go or a compiler, running the main job with each.
 # Every stage runs even when an earlier one failed; the summary at the end lists
 # each stage's result and time, and the exit status is non-zero if any failed.
 #
@@ -17,6 +19,7 @@
 #   FUZZTIME              per fuzz target (default: 30s)
 #   SOAK_OPS              ops of the soak (default: 2000)
 #   SKIP_SETUP=1          do not run scripts/setup.sh first
+#   SKIP_WHEEL=1          leave out stage 6 (it downloads a second torch the first time)
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -103,6 +106,12 @@ stage "go test, full matrices (no -race)" go_test_full_matrices
 stage "fuzz (${FUZZTIME:-30s} per target)" env FUZZTIME="${FUZZTIME:-30s}" PARALLEL=2 ./scripts/fuzz.sh
 stage "soak (${SOAK_OPS:-2000} ops)" .venv/bin/python scripts/soak.py --ops "${SOAK_OPS:-2000}"
 stage "pytest tests/py (backend: ${HCCL_GO_TEST_BACKEND:-hccl_go})" run_pytest
+if [[ "${SKIP_WHEEL:-0}" == 1 ]]; then
+  echo "=== wheel: skipped (SKIP_WHEEL=1)" >&2
+  summary+=("skip      wheel (SKIP_WHEEL=1)")
+else
+  stage "wheel (build, install without Go, main job per torch)" ./scripts/wheel.sh --test
+fi
 
 printf '\n=== summary (%ss in all)\n' "$((SECONDS - START))" >&2
 printf '%s\n' "${summary[@]}" >&2
