@@ -10,7 +10,8 @@
 # lands in dist/ and requires exactly the torch minor versions it carries.
 # --test installs it into a fresh environment per torch version, with no
 # compiler or Go on PATH and nothing but python in the environment, and runs
-# the main job (examples/train_digits.py on 2 ranks) there.
+# the main job (examples/train_digits.py on 2 ranks) there; with the torch
+# versions other than .venv's, also tests/py's collective and semantics tests.
 #
 # Environment:
 #   HCCL_GO_WHEEL_TORCH  torch minor versions to build for (default: "2.14 2.15")
@@ -40,8 +41,10 @@ venv_for() {
     log "creating $venv (torch==$v.*)"
     rm -rf "$venv"
     python3 -m venv "$venv"
-    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "torch==$v.*" numpy scikit-learn setuptools wheel ninja
   fi
+  # Quick when everything is there already.
+  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "torch==$v.*" numpy scikit-learn pytest \
+    setuptools wheel ninja >&2
   echo "$venv"
 }
 
@@ -92,6 +95,8 @@ test_in() {
   torch_site="$("$(venv_for "$v")/bin/python" -c 'import os, torch; print(os.path.dirname(os.path.dirname(torch.__file__)))')"
   rm -rf "$tvenv"
   python3 -m venv "$tvenv"
+  # The venv's own old setuptools would hide the newer one torch requires.
+  "$tvenv/bin/python" -m pip uninstall --quiet --yes setuptools
   "$tvenv/bin/python" -c 'import site; print(site.getsitepackages()[0])' | {
     read -r site
     echo "$torch_site" >"$site/torch-from-build-env.pth"
@@ -113,6 +118,14 @@ cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node=2", sys.
 sys.exit(subprocess.run(cmd).returncode)
 PY
   )
+  # Every collective against its reference, and the semantics checks, with this torch too
+  # (scripts/test.sh runs all of tests/py against .venv's torch).
+  if [[ "$v" != "$MAIN_TORCH" ]]; then
+    log "torch $v: tests/py/test_collectives.py and test_semantics.py from the installed wheel"
+    env -i HOME="$HOME" PATH="$tvenv/bin" LANG=C.UTF-8 \
+      "$tvenv/bin/python" -m pytest -q -p no:cacheprovider "$ROOT/tests/py/test_collectives.py" \
+      "$ROOT/tests/py/test_semantics.py"
+  fi
 }
 for v in $TORCHES; do
   test_in "$v"
