@@ -26,7 +26,6 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -50,10 +49,19 @@ except ImportError:
     )
 
 
+def _load(name: str) -> dict:
+    """The names a module of the package defines, without importing the package
+    (which needs the extension this builds)."""
+    ns: dict = {"__name__": f"torch_hccl_go.{name}"}
+    exec((PKG_DIR / f"{name}.py").read_text(), ns)
+    return ns
+
+
 def _version() -> str:
-    ns: dict[str, str] = {}
-    exec((PKG_DIR / "_version.py").read_text(), ns)
-    return ns["__version__"]
+    return _load("_version")["__version__"]
+
+
+_abi = _load("_abi")  # how extensions are named after their torch minor version
 
 
 def _find_go() -> str:
@@ -118,7 +126,6 @@ def build_go_library() -> Path:
         # go build writes its own header beside the library; include/hccl_go.h is the API.
         (LIB_DIR / (LIB_NAME + ".h")).unlink(missing_ok=True)  # named after libhccl_go.so.tmp
     os.replace(tmp, out)
-    (LIB_DIR / "build_info.json").unlink(missing_ok=True)  # older builds' record of their torch
     _go_library_built = True
     return out
 
@@ -151,19 +158,14 @@ class BuildExt(BuildExtension):
                 shutil.copy2(f, dest / f.name)
 
 
-def _torch_minor(version: str) -> tuple[int, int]:
-    major, minor = version.split("+")[0].split(".")[:2]
-    return int(major), int(minor)
-
-
 def _extra_extensions() -> dict[tuple[int, int], Path]:
     """HCCL_GO_WHEEL_EXTENSIONS: extensions for other torch minor versions, by version."""
     found = {}
     for p in (Path(p).resolve() for p in os.environ.get("HCCL_GO_WHEEL_EXTENSIONS", "").split(":") if p):
-        m = re.match(r"_C_torch(\d+)_(\d+)\.", p.name)
-        if not p.is_file() or m is None:
+        minor = _abi["extension_minor"](p.name)
+        if not p.is_file() or minor is None:
             sys.exit(f"torch_hccl_go: HCCL_GO_WHEEL_EXTENSIONS: {p} is not a built _C_torchX_Y extension")
-        found[(int(m[1]), int(m[2]))] = p
+        found[minor] = p
     return found
 
 
@@ -175,7 +177,7 @@ def _torch_requirement(minors: set[tuple[int, int]]) -> str:
     return f"torch>={lo[0]}.{lo[1]},<{hi[0]}.{hi[1] + 1}"
 
 
-_TORCH = _torch_minor(torch.__version__)
+_TORCH = _abi["torch_minor"](torch.__version__)
 _EXTRA_EXTENSIONS = _extra_extensions()
 if _TORCH in _EXTRA_EXTENSIONS:
     sys.exit(
@@ -185,7 +187,7 @@ if _TORCH in _EXTRA_EXTENSIONS:
 extension = CppExtension(
     # Named after the torch minor version whose C++ ABI it is built against
     # (torch_hccl_go/_library.py loads the one that fits).
-    name=f"torch_hccl_go._C_torch{_TORCH[0]}_{_TORCH[1]}",
+    name="torch_hccl_go." + _abi["extension_name"](_TORCH),
     # One translation unit that includes every csrc/*.cpp (see extension.cpp).
     sources=[str((PKG_DIR / "csrc" / "extension.cpp").relative_to(ROOT))],
     include_dirs=[str(ROOT / "include"), str(PKG_DIR / "csrc")],

@@ -4,7 +4,7 @@
 #
 #   scripts/wheel.sh [--test]
 #
-# One libhccl_go.so (go build, once) and one C++ extension per torch minor
+# One libhccl_go.so (the one scripts/setup.sh builds) and one C++ extension per torch minor
 # version, each compiled in its own virtual environment with that torch
 # (build/wheel/venv-torchX.Y; .venv serves for the torch it holds). The wheel
 # lands in dist/ and requires exactly the torch minor versions it carries.
@@ -50,10 +50,9 @@ venv_for() {
 
 rm -rf "$WORK/lib" "$WORK/ext" "$WORK/wheelhouse"
 mkdir -p "$WORK/lib" "$WORK/ext" "$WORK/wheelhouse"
-log "building libhccl_go.so"
-go build -buildmode=c-shared -trimpath "-ldflags=-extldflags=-Wl,-soname,libhccl_go.so" \
-  -o "$WORK/lib/libhccl_go.so" ./export
-rm -f "$WORK/lib/libhccl_go.h"
+# Every build below ships the library setup.sh has just built from this tree (a copy:
+# the builds replace the tree's own).
+cp python/torch_hccl_go/lib/libhccl_go.so "$WORK/lib/"
 export HCCL_GO_PREBUILT_LIB="$WORK/lib/libhccl_go.so"
 
 extras=()
@@ -91,16 +90,14 @@ PY
 # checkout's editable install, the wheel installed from the file alone, and
 # the main job run with only that environment's bin on PATH.
 test_in() {
-  local v="$1" tvenv="$WORK/test-torch$1" torch_site
+  local v="$1" tvenv="$WORK/test-torch$1" torch_site site
   torch_site="$("$(venv_for "$v")/bin/python" -c 'import os, torch; print(os.path.dirname(os.path.dirname(torch.__file__)))')"
   rm -rf "$tvenv"
   python3 -m venv "$tvenv"
   # The venv's own old setuptools would hide the newer one torch requires.
   "$tvenv/bin/python" -m pip uninstall --quiet --yes setuptools
-  "$tvenv/bin/python" -c 'import site; print(site.getsitepackages()[0])' | {
-    read -r site
-    echo "$torch_site" >"$site/torch-from-build-env.pth"
-  }
+  site="$("$tvenv/bin/python" -c 'import site; print(site.getsitepackages()[0])')"
+  echo "$torch_site" >"$site/torch-from-build-env.pth"
   "$tvenv/bin/python" -m pip install --quiet --disable-pip-version-check --no-index "$ROOT/$WHEEL"
   log "torch $v: running the main job from the installed wheel, without go, gcc or cc on PATH"
   (

@@ -10,16 +10,16 @@ from __future__ import annotations
 
 import importlib
 import os
-import re
 import sys
 from pathlib import Path
 from types import ModuleType
 
 import torch
 
+from ._abi import extension_minor, extension_name, torch_minor
+
 _PKG_DIR = Path(__file__).resolve().parent
 _LIB_DIR = _PKG_DIR / "lib"
-_EXTENSION = re.compile(r"^_C_torch(\d+)_(\d+)\.")
 
 
 def packaged_library_path() -> str:
@@ -35,28 +35,16 @@ def library_path() -> str:
     return os.path.realpath(_C.loaded_library_path() or packaged_library_path())
 
 
-def torch_minor(version: str) -> tuple[int, int]:
-    """(2, 15) for "2.15.0+cu130"."""
-    major, minor = version.split("+")[0].split(".")[:2]
-    return int(major), int(minor)
-
-
-def extension_name(version: str) -> str:
-    """The extension module built against torch `version`: _C_torch2_15."""
-    major, minor = torch_minor(version)
-    return f"_C_torch{major}_{minor}"
-
-
 def built_torch_versions() -> list[str]:
     """The torch minor versions this installation has an extension for ("2.15")."""
-    found = {m.groups() for p in _PKG_DIR.iterdir() if (m := _EXTENSION.match(p.name))}
-    return [f"{a}.{b}" for a, b in sorted(found, key=lambda v: (int(v[0]), int(v[1])))]
+    found = sorted({m for p in _PKG_DIR.iterdir() if (m := extension_minor(p.name))})
+    return [f"{major}.{minor}" for major, minor in found]
 
 
 def load_extension() -> ModuleType:
     """Imports the extension built for the torch in use (which loads libhccl_go.so
     and starts the Go runtime) and registers it as torch_hccl_go._C."""
-    name = extension_name(torch.__version__)
+    name = extension_name(torch_minor(torch.__version__))
     package = __name__.rpartition(".")[0]
     try:
         module = importlib.import_module(f".{name}", package)

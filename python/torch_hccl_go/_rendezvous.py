@@ -86,8 +86,6 @@ def _gather(store, prefix: str, rank: int, size: int, value: str) -> list[str]:
     return [store.get(f"{prefix}{r}").decode() for r in range(size)]
 
 
-JOB_SECRET_ENV = "HCCL_GO_JOB_SECRET"
-
 # How a rank gets the job secret, published beside its host id.
 _FROM_ENV, _FROM_STORE = "env", "store"
 
@@ -98,7 +96,7 @@ def _check_secret_sources(sources: list[str]) -> None:
     if from_env and len(from_env) != len(sources):
         others = [r for r, s in enumerate(sources) if s != _FROM_ENV]
         raise RuntimeError(
-            f"hccl_go: {JOB_SECRET_ENV} is set on ranks {from_env} but not on ranks {others} "
+            f"hccl_go: HCCL_GO_JOB_SECRET is set on ranks {from_env} but not on ranks {others} "
             f"of this group; set it to the same value on every rank, or on none"
         )
 
