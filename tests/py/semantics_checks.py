@@ -260,6 +260,71 @@ def check_narrow_dtypes(ctx) -> None:
     dist.barrier()  # the refusal left the group usable
 
 
+def _sparse_input(rank: int, case: int, shape: tuple[int, ...], sparse_dim: int, dtype) -> torch.Tensor:
+    """Rank `rank`'s input of a case: random entries, some indices repeated (uncoalesced),
+    none at all on rank 1 of the odd cases."""
+    g = torch.Generator().manual_seed(1000 * case + rank)
+    nnz = 0 if (case % 2 and rank == 1) else int(torch.randint(1, 7, (1,), generator=g))
+    idx = torch.stack([torch.randint(0, shape[d], (nnz,), generator=g) for d in range(sparse_dim)])
+    vals_shape = (nnz, *shape[sparse_dim:])
+    if dtype.is_floating_point:
+        vals = torch.randn(vals_shape, generator=g, dtype=torch.float64).to(dtype)
+    else:
+        vals = torch.randint(-50, 50, vals_shape, generator=g).to(dtype)
+    return torch.sparse_coo_tensor(idx.reshape(sparse_dim, nnz), vals, shape, check_invariants=True)
+
+
+def check_sparse_all_reduce(ctx) -> None:
+    """all_reduce of sparse COO tensors sums every rank's entries (inputs uncoalesced, with
+    dense dimensions, with no entries on some ranks or on all), the same bits on every rank;
+    other reduce ops and ranks whose shapes differ get an error naming the problem."""
+    rank, world = ctx.rank, ctx.world_size
+    cases = [
+        ((10,), 1, torch.float32),
+        ((6, 5), 2, torch.float64),
+        ((6, 3), 1, torch.bfloat16),
+        ((4, 3, 2), 1, torch.int64),
+        ((5, 5), 1, torch.float16),
+        ((7, 2), 2, torch.int32),
+    ]
+    for case, (shape, sparse_dim, dtype) in enumerate(cases):
+        t = _sparse_input(rank, case, shape, sparse_dim, dtype)
+        dist.all_reduce(t)
+        assert t.is_sparse and t.is_coalesced(), (case, t)
+        want = sum(_sparse_input(r, case, shape, sparse_dim, dtype).to_dense().to(torch.float64) for r in range(world))
+        got = t.to_dense()
+        tol = 0.05 if dtype in (torch.bfloat16, torch.float16) else 1e-5
+        assert torch.allclose(got.to(want.dtype), want, atol=tol, rtol=tol), (case, got, want)
+        # Every rank holds the same bits.
+        bits = got.reshape(-1).contiguous().view(torch.uint8)
+        seen = [torch.empty_like(bits) for _ in range(world)]
+        dist.all_gather(seen, bits)
+        assert all(torch.equal(s, seen[0]) for s in seen), f"case {case}: ranks differ"
+    empty = torch.sparse_coo_tensor(torch.zeros(1, 0, dtype=torch.long), torch.zeros(0), (4,), check_invariants=True)
+    dist.all_reduce(empty)
+    assert empty._nnz() == 0 and empty.shape == (4,)
+    async_t = _sparse_input(rank, 0, (10,), 1, torch.float32)
+    dist.all_reduce(async_t, async_op=True).wait()
+    assert async_t.is_coalesced()
+
+    _expect_error(
+        "all_reduce of a sparse tensor with MAX",
+        lambda: dist.all_reduce(torch.ones(3, 3).to_sparse(), op=dist.ReduceOp.MAX),
+        ("sum",),
+    )
+    _expect_error(
+        "all_reduce of sparse tensors whose shapes differ between ranks",
+        lambda: dist.all_reduce(torch.ones(3, 3 + (rank == 0)).to_sparse()),
+        ("shape",),
+    )
+    _expect_error(
+        "all_reduce of sparse tensors whose dtypes differ between ranks",
+        lambda: dist.all_reduce(torch.ones(3, dtype=torch.float64 if rank == 0 else torch.float32).to_sparse()),
+        ("dtype",),
+    )
+    dist.barrier()  # the refusals left the group usable
+
+
 def check_wait_timeout_and_monitored_barrier(ctx) -> None:
     """work.wait(timeout) shorter than the op timeout ends at that timeout (the op keeps
     running and completes later); monitored_barrier passes when every rank comes."""
@@ -297,10 +362,9 @@ def _expect_error(what: str, fn: Callable, keywords: tuple[str, ...]) -> str:
     raise AssertionError(f"{what}: no exception raised")
 
 
-# gloo reduces sparse tensors, and a send to or receive from a rank that does not
+# A send to or receive from a rank that does not
 # exist waits for that rank's address in the store until the timeout.
 GLOO_ACCEPTS = {
-    "all_reduce of a sparse tensor",
     "send to dst = world size",
     "backend send to dstRank = world size",
     "backend recv from srcRank = -2",
@@ -358,11 +422,6 @@ def check_bad_inputs(ctx) -> list[str]:
             "all_reduce of an unsupported dtype (float8_e5m2)",
             lambda: dist.all_reduce(torch.zeros(4, dtype=torch.float8_e5m2)),
             ("dtype", "type", "float8"),
-        ),
-        (
-            "all_reduce of a sparse tensor",
-            lambda: dist.all_reduce(torch.ones(3, 3).to_sparse()),
-            ("sparse", "layout", "dense", "strided"),
         ),
         (
             "broadcast from src = world size",
@@ -514,6 +573,7 @@ CHECKS: list[Callable] = [
     check_all_gather_coalesced,
     check_recv_any_source,
     check_narrow_dtypes,
+    check_sparse_all_reduce,
     check_wait_timeout_and_monitored_barrier,
     check_bad_inputs,
     check_non_contiguous,

@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[2]
 PASSES = {
     "gloo": [
         "test_all_reduce_sum", "test_all_reduce_max", "test_all_reduce_sum_complex",
-        "test_all_reduce_coalesced_sum", "test_all_reduce_full_group_sum",
+        "test_all_reduce_coalesced_sum", "test_all_reduce_full_group_sum", "test_sparse_all_reduce_sum",
         "test_broadcast", "test_reduce_sum", "test_reduce_product",
         "test_all_gather", "test_all_gather_coalesced_simple", "test_all_gather_coalesced_with_empty",
         "test_gather", "test_scatter", "test_barrier", "test_barrier_full_group",

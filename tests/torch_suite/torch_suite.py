@@ -51,10 +51,6 @@ EXPECTED_FAILURES = {
     "test_accumulate_gradients_no_sync_allreduce_hook": _MODEL_BY_NAME,
     "test_accumulate_gradients_no_sync_allreduce_with_then_hook": _MODEL_BY_NAME,
     "test_accumulate_gradients_no_sync_grad_is_view": _MODEL_BY_NAME,
-    "test_sparse_all_reduce_sum": (
-        "all_reduce of sparse COO tensors is refused with a clear error; hccl_go's sparse all_reduce is "
-        "torch_hccl_go.sparse (values and indices, not a torch sparse tensor)"
-    ),
     "test_ddp_logging_data_cpu": (
         "DDP logs ProcessGroup.getBackendName(), which torch answers with 'custom' for "
         "every third-party backend; the test expects dist.get_backend()'s 'hccl_go'"

@@ -97,6 +97,9 @@ class HcclGoBackend : public c10d::Backend {
   c10::intrusive_ptr<c10d::Work> recv(std::vector<at::Tensor>& tensors, int srcRank, int tag) override;
   c10::intrusive_ptr<c10d::Work> recvAnysource(std::vector<at::Tensor>& tensors, int tag) override;
 
+  // all_reduce of a sparse COO tensor (sparse_allreduce.cpp); SUM only.
+  c10::intrusive_ptr<c10d::Work> sparseAllreduce(at::Tensor& t, const c10d::AllreduceOptions& opts);
+
   // torch's monitored_barrier (monitored_barrier.cpp).
   void monitoredBarrier(const c10d::BarrierOptions& opts, bool waitAllRanks = false) override;
 

@@ -110,6 +110,9 @@ c10::intrusive_ptr<c10d::Work> HcclGoBackend::broadcast(std::vector<at::Tensor>&
 c10::intrusive_ptr<c10d::Work> HcclGoBackend::allreduce(std::vector<at::Tensor>& tensors,
                                                         const c10d::AllreduceOptions& opts) {
   const char* op = "all_reduce";
+  if (tensors.size() == 1 && tensors[0].defined() && tensors[0].is_sparse()) {
+    return sparseAllreduce(tensors[0], opts);
+  }
   at::Tensor& t = single(tensors, op, "tensor");
   Reduction red = reductionFor(opts.reduceOp, t.scalar_type(), op);
   // A synchronous call that returns no Work needs none: the op runs in

@@ -13,5 +13,6 @@
 #include "errors.cpp"
 #include "monitored_barrier.cpp"
 #include "p2p.cpp"
+#include "sparse_allreduce.cpp"
 #include "tensors.cpp"
 #include "work.cpp"
