@@ -81,6 +81,22 @@ func (e *Endpoint) Recv(ctx context.Context, peer int, tag transport.Tag, buf []
 	return route.Recv(ctx, peer, tag, buf)
 }
 
+// Queued implements transport.Queues when the route serving peer does
+// (zeros otherwise).
+func (e *Endpoint) Queued(peer int, tag transport.Tag) (posted, arrived int) {
+	if peer == e.rank && peer >= 0 && peer < e.size {
+		return e.self.queued(tag)
+	}
+	route, err := e.route(peer)
+	if err != nil {
+		return 0, 0
+	}
+	if q, ok := route.(transport.Queues); ok {
+		return q.Queued(peer, tag)
+	}
+	return 0, 0
+}
+
 // route returns the endpoint serving peer.
 func (e *Endpoint) route(peer int) (transport.Endpoint, error) {
 	if peer < 0 || peer >= e.size {

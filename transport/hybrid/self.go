@@ -147,3 +147,13 @@ func (b *selfBox) dropIfEmpty(tag transport.Tag, q *selfQueue) {
 		delete(b.queues, tag)
 	}
 }
+
+// queued reports the receives posted and the messages kept under tag.
+func (b *selfBox) queued(tag transport.Tag) (posted, arrived int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if q := b.queues[tag]; q != nil {
+		return len(q.posted), len(q.arrived)
+	}
+	return 0, 0
+}

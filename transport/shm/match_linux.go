@@ -270,3 +270,16 @@ func (e *Endpoint) dropIfEmpty(k key, q *queue) {
 		delete(e.queues, k)
 	}
 }
+
+// Queued implements transport.Queues: the receives posted and the messages
+// taken off the rings (whole or still landing) for (peer, tag) that nothing
+// has matched yet. A message still in its ring is not counted; the reader
+// takes it off within unexpectedDelay.
+func (e *Endpoint) Queued(peer int, tag transport.Tag) (posted, arrived int) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if q := e.queues[key{peer, tag}]; q != nil {
+		return len(q.posted), len(q.arrived)
+	}
+	return 0, 0
+}

@@ -167,6 +167,20 @@ func (e *Endpoint) TryRecvAny(ctx context.Context, tag transport.Tag, buf []byte
 	return v, ok, err
 }
 
+// Queued implements transport.Queues for the view's ranks and tags, when
+// the parent does (zeros otherwise).
+func (e *Endpoint) Queued(peer int, tag transport.Tag) (posted, arrived int) {
+	q, ok := e.parent.(transport.Queues)
+	if !ok {
+		return 0, 0
+	}
+	p, t, err := e.route("recv", peer, tag)
+	if err != nil {
+		return 0, 0
+	}
+	return q.Queued(p, t)
+}
+
 // Close ends the view (not its parent). It is idempotent.
 func (e *Endpoint) Close() error {
 	e.closed.Store(true)

@@ -496,3 +496,14 @@ func (r *request) fire(err error) {
 	r.err = err
 	r.done <- struct{}{}
 }
+
+// Queued reports the receives posted and the messages arrived (whole or
+// still landing) for (peer, tag) that nothing has matched yet.
+func (b *Box) Queued(peer int, tag transport.Tag) (posted, arrived int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if q := b.queues[key{peer, tag}]; q != nil {
+		return len(q.posted), len(q.arrived)
+	}
+	return 0, 0
+}
