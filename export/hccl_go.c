@@ -21,8 +21,9 @@ static int hccl_go_attention;
 
 static const char hccl_go_fork_msg[] =
     "hccl_go: the library cannot be used in a process forked after it was loaded "
-    "(the Go runtime does not survive fork); create the process group in the child "
-    "process itself, or use the spawn start method";
+    "(the Go runtime does not survive fork), neither with its parent's communicators nor "
+    "with new ones; start ranks as fresh processes (torchrun, or the spawn or forkserver "
+    "start method)";
 
 static void hccl_go_atfork_child(void) { __atomic_fetch_or(&hccl_go_attention, HCCL_GO_FORKED, __ATOMIC_RELAXED); }
 

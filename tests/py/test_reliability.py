@@ -194,9 +194,10 @@ def _sleeper_job(rank, world, workdir, trace_dir):
         time.sleep(SLEEP_TIMEOUT + 1.5)
     t0 = time.time()
     try:
-        # Waits longer than the op timeout: the library fails the op itself at the
-        # timeout, with the explanation (the C++ Work's own wait() limit is exactly the
-        # op timeout today and may win the race with a generic message).
+        # An explicit wait limit longer than the op timeout, so that the library fails
+        # the op itself at its timeout, with the explanation, rather than wait() giving
+        # up first with a generic message (with no limit given, wait() allows the op
+        # timeout plus 2 s).
         dist.all_reduce(torch.ones(8), async_op=True).wait(timeout=timedelta(seconds=SLEEP_TIMEOUT + 5))
         return {"error": None}
     except RuntimeError as e:

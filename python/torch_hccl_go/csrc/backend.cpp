@@ -151,8 +151,9 @@ bool HcclGoBackend::inForkedChild() const { return currentPid.load(std::memory_o
 void HcclGoBackend::checkNotForked(const char* op) const {
   TORCH_CHECK(!inForkedChild(), "hccl_go: ", op, ": this process group was created by process ", pid_,
               " and cannot be used in the forked child process ", getpid(),
-              " (the Go runtime does not survive fork). Create the process group in the child "
-              "instead, e.g. with the 'spawn' start method.");
+              " (the Go runtime does not survive fork, so no hccl_go group can be used or made in a "
+              "process forked after torch_hccl_go was imported). Start ranks with torchrun or the 'spawn' "
+              "or 'forkserver' start method.");
 }
 
 void HcclGoBackend::checkOpenLocked(const char* op) const {
