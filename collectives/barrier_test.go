@@ -24,6 +24,8 @@ func TestBarrier(t *testing.T) {
 				requireAllOK(t, runRanks(t, p, func(ctx context.Context, ep transport.Endpoint) error {
 					r := ep.Rank()
 					if r == (round+1)%p {
+						// This rank enters last, 20 ms after the others:
+						// long enough for an early leave to show.
 						time.Sleep(20 * time.Millisecond)
 						lastIn.Store(time.Now().UnixNano())
 					}

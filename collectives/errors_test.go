@@ -122,11 +122,13 @@ func TestTimeoutWhenARankNeverCalls(t *testing.T) {
 func TestPeerClosedBeforeOp(t *testing.T) {
 	for _, c := range allCalls(2, 1000) {
 		t.Run(c.name, func(t *testing.T) {
+			closed := make(chan struct{})
 			errs := runOn(t, inproc.NewGroup(2), 10*time.Second, func(ctx context.Context, ep transport.Endpoint) error {
 				if ep.Rank() == 1 {
+					defer close(closed)
 					return ep.Close()
 				}
-				time.Sleep(time.Millisecond) // let rank 1 close first
+				<-closed // inproc's Close has failed rank 1 at every peer when it returns
 				return c.run(ctx, ep)
 			})
 			requirePeerNamed(t, errs[0], 1)

@@ -8,8 +8,10 @@ import (
 	"math"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -87,7 +89,7 @@ func laneAllReduce(t *testing.T, c *Communicator, send, recv []byte, dt reduce.D
 			return err
 		}
 		require.True(t, time.Now().Before(deadline), "rank %d: the fast lane refused the op", c.Rank())
-		time.Sleep(10 * time.Microsecond)
+		time.Sleep(10 * time.Microsecond) // poll interval
 	}
 }
 
@@ -230,14 +232,13 @@ func TestFastLaneKeepsStreamOrder(t *testing.T) {
 				laneErr <- err
 				return
 			}
-			time.Sleep(50 * time.Microsecond)
+			time.Sleep(50 * time.Microsecond) // poll interval
 		}
 	}()
 	require.Eventually(t, func() bool { return cs[0].streams[StreamDefault].Held() }, 5*time.Second, 100*time.Microsecond)
 	third := issue(cs[0])
-	time.Sleep(20 * time.Millisecond)
-	done, _ := third.Test()
-	require.False(t, done, "an op queued behind the lane ran before it")
+	require.Never(t, func() bool { done, _ := third.Test(); return done }, 20*time.Millisecond, time.Millisecond,
+		"an op queued behind the lane ran before it")
 	waitAll(issue(cs[1]), issue(cs[1])) // rank 1 joins seq 2 and 3
 	require.NoError(t, <-laneErr)
 	waitAll(third)
@@ -332,7 +333,9 @@ func TestFastLanePeerLossAndAbort(t *testing.T) {
 				errc <- laneAllReduce(t, cs[0], f32(1), make([]byte, 4), reduce.Float32, reduce.Sum, 0, StreamDefault)
 			}()
 			require.Eventually(t, func() bool { return cs[0].streams[StreamDefault].Held() }, 5*time.Second, time.Millisecond)
-			time.Sleep(20 * time.Millisecond) // past the spin: asleep in the wait
+			// Past the spin and the yields: asleep on rank 1's bell.
+			require.Eventually(t, func() bool { return asleepOn(cs[0], StreamDefault, 1) }, 5*time.Second, 100*time.Microsecond,
+				"rank 0 never went to sleep on rank 1's bell")
 			start := time.Now()
 			if who == "peer lost" {
 				cs[1].Abort() // its links and arena close, as a crash would
@@ -380,4 +383,14 @@ func TestFastLaneUnderConcurrentIssue(t *testing.T) {
 			require.Equal(t, f32(3, float32(2*round)), buf, fmt.Sprintf("rank %d round %d", c.Rank(), round))
 		}
 	})
+}
+
+// asleepOn reports whether a goroutine of c sleeps on local rank j's bell
+// in the arena of stream: the waiters word of j's segment is non-zero.
+func asleepOn(c *Communicator, stream, j int) bool {
+	addr := c.arenas[stream].Raw().Waiters[j]
+	// The word lies in a shared mapping, outside the Go heap: reading the
+	// address as a pointer is safe.
+	w := (*atomic.Uint32)(*(*unsafe.Pointer)(unsafe.Pointer(&addr)))
+	return w.Load() != 0
 }

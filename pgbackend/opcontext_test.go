@@ -29,7 +29,7 @@ func TestOpContext(t *testing.T) {
 		{"deadline passes before anyone asked for Done", func(t *testing.T) {
 			o := newOpContext(context.Background(), time.Millisecond)
 			defer o.release()
-			time.Sleep(3 * time.Millisecond)
+			time.Sleep(3 * time.Millisecond) // wait out the 1 ms deadline
 			assert.ErrorIs(t, o.Err(), context.DeadlineExceeded)
 			<-o.Done() // already closed once made
 			assert.ErrorIs(t, o.Err(), context.DeadlineExceeded)

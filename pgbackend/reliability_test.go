@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -240,11 +241,18 @@ func TestAbortUnblocksEveryWaiter(t *testing.T) {
 			}
 			// Waiters on other goroutines, as C++ threads would be.
 			var wg sync.WaitGroup
+			var entering atomic.Int32
 			waited := make([]error, len(ws))
 			for i, w := range ws {
-				wg.Go(func() { waited[i] = w.Wait(context.Background(), 10*time.Second) })
+				wg.Go(func() {
+					entering.Add(1)
+					waited[i] = w.Wait(context.Background(), 10*time.Second)
+				})
 			}
-			time.Sleep(50 * time.Millisecond)
+			// Every waiter goroutine runs and is at its Wait. One that has
+			// not blocked yet when Abort comes finds its work failed with
+			// ErrAborted just the same.
+			require.Eventually(t, func() bool { return int(entering.Load()) == len(ws) }, 5*time.Second, 100*time.Microsecond)
 			start := time.Now()
 			go c.Abort()
 			wg.Wait()

@@ -264,6 +264,8 @@ func TestUnclaimedOpStartsAfterItsGrace(t *testing.T) {
 	require.True(t, w.RunInline())
 	armed, _ := graceState(sch)
 	require.True(t, armed, "left armed by the claimed op")
+	// The next op comes a third of a grace later: the armed timer fires
+	// before that op's grace is over.
 	time.Sleep(grace / 3)
 	before := time.Now()
 	late := st.Submit("unclaimed", func() error { return nil })

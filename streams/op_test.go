@@ -96,7 +96,7 @@ func TestClockReadsLikeTimeNow(t *testing.T) {
 		// Monotonic order, and a wall reading within the same moment.
 		assert.False(t, got.Before(before) || got.After(after), "%v not in [%v, %v]", got, before, after)
 		assert.InDelta(t, before.UnixNano(), got.UnixNano(), float64(time.Second))
-		time.Sleep(time.Millisecond)
+		time.Sleep(time.Millisecond) // the next readings at a later moment
 	}
 	assert.True(t, Clock{}.IsZero())
 	assert.False(t, c.IsZero())

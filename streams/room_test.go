@@ -32,11 +32,8 @@ func TestRoom(t *testing.T) {
 			got := make(chan error, 1)
 			go func() { got <- r.take(context.Background()) }()
 			require.Eventually(t, func() bool { return r.waiters.Load() == 1 }, waitLimit, time.Millisecond)
-			select {
-			case <-got:
-				t.Fatal("took a place in a full room")
-			case <-time.After(10 * time.Millisecond):
-			}
+			require.Never(t, func() bool { return len(got) > 0 }, 10*time.Millisecond, time.Millisecond,
+				"took a place in a full room")
 			r.give()
 			select {
 			case err := <-got:
@@ -52,11 +49,17 @@ func TestRoom(t *testing.T) {
 			}
 			cause := errors.New("gave up")
 			ctx, cancel := context.WithCancelCause(context.Background())
-			go func() {
-				time.Sleep(5 * time.Millisecond)
-				cancel(cause)
-			}()
-			require.ErrorIs(t, r.take(ctx), cause)
+			got := make(chan error, 1)
+			go func() { got <- r.take(ctx) }()
+			// Cancel once the taker waits.
+			require.Eventually(t, func() bool { return r.waiters.Load() == 1 }, waitLimit, time.Millisecond)
+			cancel(cause)
+			select {
+			case err := <-got:
+				require.ErrorIs(t, err, cause)
+			case <-time.After(waitLimit):
+				t.Fatal("the wait did not end with its context")
+			}
 			assert.EqualValues(t, 3, r.taken.Load(), "no place taken")
 			assert.Zero(t, r.waiters.Load())
 		}},

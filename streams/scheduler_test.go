@@ -67,7 +67,7 @@ func TestOneStreamCompletesInOrder(t *testing.T) {
 	var done []int
 	var works []*Work
 	for i := range 200 {
-		sleep := time.Duration(rand.IntN(50)) * time.Microsecond
+		sleep := time.Duration(rand.IntN(50)) * time.Microsecond // ops of varied length
 		w := s.Submit("op", func() error { time.Sleep(sleep); return nil })
 		w.OnComplete(func(error) { mu.Lock(); done = append(done, i); mu.Unlock() })
 		works = append(works, w)
@@ -173,7 +173,7 @@ func TestBudgetBoundsConcurrency(t *testing.T) {
 						break
 					}
 				}
-				time.Sleep(100 * time.Microsecond)
+				time.Sleep(100 * time.Microsecond) // the op's work: ops can overlap
 				now.Add(-1)
 				return nil
 			}))

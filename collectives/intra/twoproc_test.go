@@ -44,7 +44,9 @@ func smallDataArena(dir string) arena.Config { return arena.Config{Dir: dir, Dat
 
 // killMidOps kills the helper 100 ms from now while run issues ops with
 // seq 2, 3, ... until one fails, and checks that the failure names local
-// rank 1 as gone within 1.5 s of the kill.
+// rank 1 as gone within 1.5 s of the kill. The ops run back to back (op 1
+// has completed, so both ranks are in them): the kill lands in one of them
+// whatever the delay; the delay only lets several ops complete first.
 func killMidOps(t *testing.T, cmd *exec.Cmd, run func(seq uint64) error) {
 	t.Helper()
 	killed := make(chan time.Time, 1)

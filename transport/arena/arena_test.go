@@ -244,10 +244,23 @@ func TestStaleSegmentIsReplaced(t *testing.T) {
 	var wg sync.WaitGroup
 	arenas := make([]*Arena, 2)
 	errs := make([]error, 2)
+	found := make(chan struct{})
+	var once sync.Once
+	stalePath := segmentPath(dir, h.hash, 1)
+	staleSeen = func(path string) {
+		if path == stalePath {
+			once.Do(func() { close(found) })
+		}
+	}
 	wg.Go(func() { arenas[0], errs[0] = Connect(ctx, 0, []int{0, 1}, "stale", cfg) })
-	time.Sleep(20 * time.Millisecond) // rank 0 sees the stale file first
+	select { // rank 0 sees the stale file first
+	case <-found:
+	case <-time.After(5 * time.Second):
+		t.Error("rank 0 never found rank 1's stale segment")
+	}
 	wg.Go(func() { arenas[1], errs[1] = Connect(ctx, 1, []int{0, 1}, "stale", cfg) })
 	wg.Wait()
+	staleSeen = nil
 	require.NoError(t, errs[0])
 	require.NoError(t, errs[1])
 	for _, a := range arenas {
@@ -265,7 +278,17 @@ func TestLiveSegmentIsNotReplaced(t *testing.T) {
 		_, err := Connect(ctx, 0, []int{0, 1}, "same-job", testConfig(dir))
 		first <- err // times out: rank 1 never comes
 	}()
-	time.Sleep(20 * time.Millisecond)
+	// The first arena's segment is created and locked: it is live.
+	path := segmentPath(dir, jobHash("same-job"), 0)
+	require.Eventually(t, func() bool {
+		fd, _, err := openFile(path)
+		if err != nil {
+			return false
+		}
+		defer closeFile(fd)
+		held, err := lockHeld(fd)
+		return err == nil && held
+	}, 5*time.Second, 100*time.Microsecond, "the first arena's segment never appeared")
 	_, err := Connect(ctx, 0, []int{0, 1}, "same-job", testConfig(dir))
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "in use by a live process")

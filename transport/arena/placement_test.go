@@ -97,7 +97,7 @@ func TestMovesAreRateLimited(t *testing.T) {
 	colocate(10)
 	colocate(100)
 	require.Len(t, f.moves, 1, "a second move within moveInterval")
-	time.Sleep(moveInterval + 5*time.Millisecond)
+	time.Sleep(moveInterval + 5*time.Millisecond) // wait out the rate limit
 	colocate(200)
 	require.Len(t, f.moves, 2)
 }

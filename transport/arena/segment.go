@@ -104,6 +104,10 @@ func removeStale(path string) error {
 	return nil
 }
 
+// staleSeen, when set (tests only), is called each time openSegment finds
+// a segment whose owner is gone.
+var staleSeen func(path string)
+
 // openSegment maps a peer's segment and checks its header against want.
 // It returns errNotReady while the file is absent, not yet initialised, or
 // a stale one whose owner is gone (its lock is free).
@@ -130,6 +134,9 @@ func openSegment(path string, want header) (*segment, error) {
 		s.release()
 		if err != nil {
 			return nil, err
+		}
+		if staleSeen != nil {
+			staleSeen(path)
 		}
 		return nil, errNotReady // left by a crashed run; its owner will replace it
 	}

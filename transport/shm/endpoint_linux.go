@@ -254,6 +254,10 @@ func (e *Endpoint) tryAttach(path string, r, idx int) (*link, error) {
 	return l, nil
 }
 
+// staleSeen, when set (tests only), is called each time checkPeerSegment
+// finds a segment of a process that is gone.
+var staleSeen func(r int)
+
 // checkPeerSegment checks that a mapped peer segment is ready, has our
 // geometry, and belongs to a live process.
 func (e *Endpoint) checkPeerSegment(seg *segment, r, idx int) (*link, error) {
@@ -280,6 +284,9 @@ func (e *Endpoint) checkPeerSegment(seg *segment, r, idx int) (*link, error) {
 	if l.samePidNS {
 		w, err := watchProcess(int(h.field(hPid)))
 		if err != nil {
+			if staleSeen != nil {
+				staleSeen(r)
+			}
 			return nil, errNotReady // left by a crashed run: its owner will replace it
 		}
 		l.watch, l.watchPID = w, true

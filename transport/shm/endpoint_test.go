@@ -173,11 +173,23 @@ func TestStaleSegmentReplaced(t *testing.T) {
 	ctx := testContext(t)
 	eps := make([]*Endpoint, 2)
 	errs := make([]error, 2)
+	found := make(chan struct{})
+	var once sync.Once
+	staleSeen = func(r int) {
+		if r == 0 {
+			once.Do(func() { close(found) })
+		}
+	}
 	var wg sync.WaitGroup
 	wg.Go(func() { eps[1], errs[1] = Connect(ctx, 1, []int{0, 1}, 2, job, cfg) })
-	time.Sleep(50 * time.Millisecond) // rank 1 finds the stale segment first
+	select { // rank 1 finds the stale segment first
+	case <-found:
+	case <-time.After(5 * time.Second):
+		t.Error("rank 1 never found rank 0's stale segment")
+	}
 	wg.Go(func() { eps[0], errs[0] = Connect(ctx, 0, []int{0, 1}, 2, job, cfg) })
 	wg.Wait()
+	staleSeen = nil
 	require.NoError(t, errs[0])
 	require.NoError(t, errs[1])
 	defer eps[0].Close()
@@ -296,7 +308,7 @@ func TestCloseReleasesBlockedSend(t *testing.T) {
 	ctx := testContext(t)
 	done := make(chan error, 1)
 	go func() { done <- eps[0].Send(ctx, 1, 1, make([]byte, 4*cfg.Slots*cfg.SlotSize)) }()
-	time.Sleep(50 * time.Millisecond)
+	waitSendAsleep(t, eps[0], 1)
 	start := time.Now()
 	require.NoError(t, eps[0].Close())
 	select {
@@ -318,7 +330,7 @@ func TestCancelWakesSleepingSend(t *testing.T) {
 	ctx, cancel := context.WithCancel(testContext(t))
 	done := make(chan error, 1)
 	go func() { done <- eps[0].Send(ctx, 1, 1, make([]byte, 2*cfg.Slots*cfg.SlotSize)) }()
-	time.Sleep(50 * time.Millisecond) // well past spinning: asleep on the futex
+	waitSendAsleep(t, eps[0], 1)
 	start := time.Now()
 	cancel()
 	require.ErrorIs(t, <-done, context.Canceled)
@@ -373,4 +385,14 @@ func TestErrorsNamePeer(t *testing.T) {
 	assert.True(t, errors.Is(pe, errPeerClosed))
 	require.ErrorAs(t, eps[2].Recv(ctx, 1, 1, make([]byte, 1)), &pe)
 	assert.Equal(t, 1, pe.Peer)
+}
+
+// waitSendAsleep waits until a Send of e to peer sleeps on the futex for
+// space in the ring (its waiters word is set): the ring is full and the
+// Send is blocked.
+func waitSendAsleep(t *testing.T, e *Endpoint, peer int) {
+	t.Helper()
+	w := e.links[peer].out.r.spaceWaiters()
+	require.Eventually(t, func() bool { return w.Load() != 0 }, 5*time.Second, 100*time.Microsecond,
+		"the send to rank %d never went to sleep", peer)
 }

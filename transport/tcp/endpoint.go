@@ -105,12 +105,12 @@ func (e *Endpoint) Recv(ctx context.Context, peer int, tag transport.Tag, buf []
 	return e.box.Recv(ctx, peer, tag, buf)
 }
 
-// TryRecvAny implements transport.AnySource.
 // Queued implements transport.Queues.
 func (e *Endpoint) Queued(peer int, tag transport.Tag) (posted, arrived int) {
 	return e.box.Queued(peer, tag)
 }
 
+// TryRecvAny implements transport.AnySource.
 func (e *Endpoint) TryRecvAny(ctx context.Context, tag transport.Tag, buf []byte, accept func(peer int) bool) (int, bool, error) {
 	return e.box.TryRecvAny(ctx, tag, buf, accept)
 }

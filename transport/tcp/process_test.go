@@ -77,7 +77,7 @@ func TestPeerProcessKilled(t *testing.T) {
 
 	pending := make(chan error, 1)
 	go func() { pending <- ep.Recv(ctx, 1, 2, make([]byte, 8)) }()
-	time.Sleep(10 * time.Millisecond)
+	waitPosted(t, ep, 1, 2)
 	killed := time.Now()
 	require.NoError(t, cmd.Process.Kill())
 	err = <-pending

@@ -47,16 +47,23 @@ func TestReadFullTrickle(t *testing.T) {
 	const n = lowatMaxBytes + lowatMinBytes + 1234
 	body := payload(n, 7)
 	hdr := []byte("0123456789012345678901234567890123456789")
+	bodyRead := make(chan struct{})
+	quit := make(chan struct{})
+	defer close(quit)
 	go func() {
 		for off := 0; off < n; off += 9000 {
 			if _, err := w.Write(body[off:min(off+9000, n)]); err != nil {
 				return
 			}
 			if off%(90000) == 0 {
-				time.Sleep(2 * time.Millisecond)
+				time.Sleep(2 * time.Millisecond) // a pause in the trickle
 			}
 		}
-		time.Sleep(20 * time.Millisecond) // the header comes late and alone
+		select { // the header comes once the body is read, alone
+		case <-bodyRead:
+		case <-quit:
+			return
+		}
 		_, _ = w.Write(hdr)
 	}()
 	got := make([]byte, n)
@@ -66,6 +73,7 @@ func TestReadFullTrickle(t *testing.T) {
 			done <- err
 			return
 		}
+		close(bodyRead)
 		h := make([]byte, len(hdr))
 		_, err := s.readFull(h, true)
 		if err == nil && !bytes.Equal(h, hdr) {

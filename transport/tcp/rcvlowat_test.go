@@ -126,7 +126,7 @@ func exchangeChecked(ctx context.Context, t *testing.T, eps []transport.Endpoint
 	recvd := make(chan error, 1)
 	if posted {
 		go func() { recvd <- eps[1].Recv(ctx, 0, tag, got) }()
-		time.Sleep(time.Millisecond) // let the receive be posted
+		waitPosted(t, eps[1], 0, tag)
 	}
 	// An unexpected message lands in storage of its own, so the send
 	// completes before the receive is posted.

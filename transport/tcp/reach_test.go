@@ -144,7 +144,9 @@ func TestConnectWaitsForASlowPeer(t *testing.T) {
 		ep, err := connectOne(ls[0], 0, addrs, cfg)
 		done <- result{ep, err}
 	}()
-	time.Sleep(20 * cfg.UnreachableTimeout) // rank 0 probes rank 1 meanwhile
+	// Rank 1 calls Connect 20 UnreachableTimeouts late, the lateness under
+	// test; rank 0 probes its listener meanwhile.
+	time.Sleep(20 * cfg.UnreachableTimeout)
 	ep1, err := connectOne(ls[1], 1, addrs, cfg)
 	require.NoError(t, err)
 	defer ep1.Close()

@@ -326,7 +326,15 @@ func TestPeerDeathOverTCP(t *testing.T) {
 	errs := g.runErr(t, 20*time.Second, func(ctx context.Context, ep transport.Endpoint, tag transport.Tag) error {
 		buf := make([]byte, n)
 		if ep.Rank() == 1 {
-			go func() { time.Sleep(2 * time.Millisecond); _ = ep.Close() }()
+			sent := make(chan struct{})
+			go func() {
+				select {
+				case <-sent:
+					_ = ep.Close()
+				case <-ctx.Done():
+				}
+			}()
+			ep = &signalFirstSend{Endpoint: ep, sent: sent}
 		}
 		return collectives.AllReduce(ctx, ep, tag, buf, buf, reduce.Float32, reduce.Sum, collectives.Options{Algo: collectives.Ring, ChunkBytes: 64 << 10})
 	})
@@ -336,6 +344,20 @@ func TestPeerDeathOverTCP(t *testing.T) {
 	require.True(t, errors.As(errs[0], &pe), "%v", errs[0])
 	require.Equal(t, 1, pe.Peer)
 	require.Contains(t, errs[0].Error(), "allreduce rank 0")
+}
+
+// signalFirstSend closes sent once the first Send through it returned:
+// from then on the collective it runs is under way.
+type signalFirstSend struct {
+	transport.Endpoint
+	sent chan struct{}
+	once sync.Once
+}
+
+func (s *signalFirstSend) Send(ctx context.Context, peer int, tag transport.Tag, data []byte) error {
+	err := s.Endpoint.Send(ctx, peer, tag, data)
+	s.once.Do(func() { close(s.sent) })
+	return err
 }
 
 // requireBytes compares byte slices, an empty one equal to nil.

@@ -61,9 +61,8 @@ func segments(t *testing.T) []string {
 }
 
 // cycle creates a 4-rank single-host communicator in this process (shared
-// memory, arenas and TCP links), runs one all_reduce and destroys it. delay
-// holds rank 3 back, so the others' segments wait in /dev/shm for it.
-func cycle(t *testing.T, delay time.Duration) {
+// memory, arenas and TCP links), runs one all_reduce and destroys it.
+func cycle(t *testing.T) {
 	const n = 4
 	cfg := pgbackend.DefaultConfig()
 	cfg.Timeout, cfg.ConnectTimeout = 20*time.Second, 20*time.Second
@@ -81,9 +80,6 @@ func cycle(t *testing.T, delay time.Duration) {
 	var wg sync.WaitGroup
 	for r := range n {
 		wg.Go(func() {
-			if r == n-1 {
-				time.Sleep(delay)
-			}
 			rv := pgbackend.Rendezvous{Rank: r, Addrs: addrs, HostIDs: hosts, Secret: []byte("hygiene")}
 			cs[r], errs[r] = pgbackend.Connect(context.Background(), ls[r], rv, cfg)
 			if errs[r] != nil {
@@ -124,12 +120,12 @@ func TestInitDestroyCyclesLeakNothing(t *testing.T) {
 		require.NoError(t, err)
 	}
 	for range 5 { // warm up: the runtime's own threads and pools
-		cycle(t, 0)
+		cycle(t)
 	}
 	before := settle(t, countResources(t))
 	start := time.Now()
 	for i := range cycles {
-		cycle(t, 0)
+		cycle(t)
 		if i == cycles/2 {
 			t.Logf("after %d cycles: %v", i+1, countResources(t))
 		}
@@ -155,7 +151,7 @@ func settle(t *testing.T, want resources) resources {
 		if (r.goroutines <= want.goroutines && r.fds <= want.fds) || time.Now().After(deadline) {
 			return r
 		}
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(10 * time.Millisecond) // poll interval
 	}
 }
 
@@ -187,10 +183,14 @@ func TestSegmentsArePrivateAndUnlinked(t *testing.T) {
 					}
 				}
 			}
-			time.Sleep(time.Millisecond)
+			time.Sleep(time.Millisecond) // poll interval
 		}
 	})
-	cycle(t, 300*time.Millisecond)
+	// No rank is held back: every rank first links with all others over
+	// TCP, then creates its segments, so a late rank would delay them all
+	// alike. A segment lives from its creation until the last local rank
+	// has mapped it, which the 1 ms poll above catches.
+	cycle(t)
 	close(stop)
 	wg.Wait()
 	require.NotEmpty(t, seen, "no segment observed during set-up")

@@ -153,7 +153,7 @@ func connectThroughFiles(rank, world int, dir string, cfg pgbackend.Config) (*pg
 			if time.Now().After(deadline) {
 				return nil, fmt.Errorf("rank %d: no address from rank %d", rank, r)
 			}
-			time.Sleep(5 * time.Millisecond)
+			time.Sleep(5 * time.Millisecond) // poll interval: another process writes the file
 		}
 	}
 	rv := pgbackend.Rendezvous{Rank: rank, Addrs: addrs, HostIDs: hosts, Secret: []byte("secret-" + filepath.Base(dir))}

@@ -207,8 +207,8 @@ func runRank(c *pgbackend.Communicator, plan []planOp) error {
 			return err
 		}
 	}
-	// Callbacks run just after a Work's waiters wake: give the last ones a
-	// moment.
+	// Callbacks run just after a Work's waiters wake: poll (every
+	// millisecond) until the last ones have run.
 	for deadline := time.Now().Add(5 * time.Second); completed.Load() != issued.Load(); time.Sleep(time.Millisecond) {
 		if time.Now().After(deadline) {
 			return fmt.Errorf("%d ops issued, %d completion callbacks", issued.Load(), completed.Load())
