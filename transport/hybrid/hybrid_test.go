@@ -233,7 +233,7 @@ func TestSelfMessages(t *testing.T) {
 
 	posted := make(chan error, 1)
 	go func() { posted <- e.Recv(ctx, 0, 2, got) }()
-	waitPosted(t, e, 0, 2)
+	transporttest.WaitPosted(t, e, 0, 2)
 	require.NoError(t, e.Send(ctx, 0, 2, []byte("c")))
 	require.NoError(t, <-posted)
 	assert.Equal(t, "c", string(got))
@@ -246,19 +246,8 @@ func TestSelfMessages(t *testing.T) {
 	assert.Equal(t, "d", string(got))
 
 	go func() { posted <- e.Recv(ctx, 0, 4, got) }()
-	waitPosted(t, e, 0, 4)
+	transporttest.WaitPosted(t, e, 0, 4)
 	require.NoError(t, e.Close())
 	assert.ErrorIs(t, <-posted, transport.ErrClosed)
 	assert.ErrorIs(t, e.Send(ctx, 0, 1, got), transport.ErrClosed)
-}
-
-// waitPosted waits until e holds a receive from peer under tag that no
-// message has matched yet.
-func waitPosted(t *testing.T, e transport.Endpoint, peer int, tag transport.Tag) {
-	t.Helper()
-	q := e.(transport.Queues)
-	require.Eventually(t, func() bool {
-		posted, _ := q.Queued(peer, tag)
-		return posted > 0
-	}, 5*time.Second, 50*time.Microsecond, "the receive from rank %d tag %#x was never posted", peer, uint64(tag))
 }

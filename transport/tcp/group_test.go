@@ -62,25 +62,3 @@ func connectAll(t testing.TB, size int, cfg Config) []transport.Endpoint {
 }
 
 func sprintf(format string, args ...any) string { return fmt.Sprintf(format, args...) }
-
-// waitPosted waits until e holds a receive from peer under tag that no
-// message has matched yet.
-func waitPosted(t *testing.T, e transport.Endpoint, peer int, tag transport.Tag) {
-	t.Helper()
-	q := e.(transport.Queues)
-	require.Eventually(t, func() bool {
-		posted, _ := q.Queued(peer, tag)
-		return posted > 0
-	}, 5*time.Second, 50*time.Microsecond, "rank %d: the receive from rank %d tag %#x was never posted", e.Rank(), peer, uint64(tag))
-}
-
-// waitArrived waits until e holds a message from peer under tag that no
-// receive has taken yet (its first frame has come).
-func waitArrived(t *testing.T, e transport.Endpoint, peer int, tag transport.Tag) {
-	t.Helper()
-	q := e.(transport.Queues)
-	require.Eventually(t, func() bool {
-		_, arrived := q.Queued(peer, tag)
-		return arrived > 0
-	}, 5*time.Second, 50*time.Microsecond, "rank %d: no message from rank %d tag %#x arrived", e.Rank(), peer, uint64(tag))
-}

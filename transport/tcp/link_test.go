@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hccl-go/hccl-go/transport"
+	"github.com/hccl-go/hccl-go/transport/transporttest"
 )
 
 func payload(n int, seed byte) []byte {
@@ -117,8 +118,8 @@ func TestPeerDeathDuringTransfer(t *testing.T) {
 	go func() { recvErr <- eps[0].Recv(ctx, 1, 5, big) }()
 	sendErr := make(chan error, 1)
 	go func() { sendErr <- eps[0].Send(ctx, 1, 6, big) }()
-	waitPosted(t, eps[0], 1, 5)  // the receive is pending
-	waitArrived(t, eps[1], 0, 6) // the send is under way
+	transporttest.WaitPosted(t, eps[0], 1, 5)     // the receive is pending
+	transporttest.WaitArrived(t, eps[1], 0, 6, 1) // the send is under way
 	start := time.Now()
 	require.NoError(t, eps[1].Close())
 	var pe *transport.PeerError

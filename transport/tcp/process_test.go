@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hccl-go/hccl-go/transport"
+	"github.com/hccl-go/hccl-go/transport/transporttest"
 )
 
 // helperEnv makes the test binary act as rank 1 of TestPeerProcessKilled.
@@ -77,7 +78,7 @@ func TestPeerProcessKilled(t *testing.T) {
 
 	pending := make(chan error, 1)
 	go func() { pending <- ep.Recv(ctx, 1, 2, make([]byte, 8)) }()
-	waitPosted(t, ep, 1, 2)
+	transporttest.WaitPosted(t, ep, 1, 2)
 	killed := time.Now()
 	require.NoError(t, cmd.Process.Kill())
 	err = <-pending

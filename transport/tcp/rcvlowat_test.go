@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hccl-go/hccl-go/transport"
+	"github.com/hccl-go/hccl-go/transport/transporttest"
 )
 
 func TestLowatFor(t *testing.T) {
@@ -126,7 +127,7 @@ func exchangeChecked(ctx context.Context, t *testing.T, eps []transport.Endpoint
 	recvd := make(chan error, 1)
 	if posted {
 		go func() { recvd <- eps[1].Recv(ctx, 0, tag, got) }()
-		waitPosted(t, eps[1], 0, tag)
+		transporttest.WaitPosted(t, eps[1], 0, tag)
 	}
 	// An unexpected message lands in storage of its own, so the send
 	// completes before the receive is posted.

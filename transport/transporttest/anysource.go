@@ -40,7 +40,7 @@ func testAnyEverySenderOnce(t *testing.T, newGroup NewGroupFunc) {
 	// polls for more.
 	for r := range 2 {
 		require.NoError(t, eps[r].Send(ctx, 0, tag, bytes.Repeat([]byte{byte(r + 1)}, 16)))
-		waitArrived(t, eps[0], r, tag, 1)
+		WaitArrived(t, eps[0], r, tag, 1)
 	}
 	got := make(chan int, size)
 	go func() {

@@ -21,9 +21,9 @@ func queuesOf(t *testing.T, e transport.Endpoint) transport.Queues {
 	return q
 }
 
-// waitPosted waits until e holds a receive from peer under tag that no
+// WaitPosted waits until e holds a receive from peer under tag that no
 // message has matched yet.
-func waitPosted(t *testing.T, e transport.Endpoint, peer int, tag transport.Tag) {
+func WaitPosted(t *testing.T, e transport.Endpoint, peer int, tag transport.Tag) {
 	t.Helper()
 	q := queuesOf(t, e)
 	require.Eventually(t, func() bool {
@@ -32,9 +32,9 @@ func waitPosted(t *testing.T, e transport.Endpoint, peer int, tag transport.Tag)
 	}, 5*time.Second, 50*time.Microsecond, "rank %d: the receive from rank %d tag %#x was never posted", e.Rank(), peer, uint64(tag))
 }
 
-// waitArrived waits until e holds n messages from peer under tag that no
+// WaitArrived waits until e holds n messages from peer under tag that no
 // receive has taken yet.
-func waitArrived(t *testing.T, e transport.Endpoint, peer int, tag transport.Tag, n int) {
+func WaitArrived(t *testing.T, e transport.Endpoint, peer int, tag transport.Tag, n int) {
 	t.Helper()
 	q := queuesOf(t, e)
 	require.Eventually(t, func() bool {

@@ -148,14 +148,14 @@ func testPostOrders(t *testing.T, newGroup NewGroupFunc) {
 	got := make([]byte, len(msg))
 	done := make(chan error, 1)
 	go func() { done <- eps[1].Recv(ctx, 0, 1, got) }()
-	waitPosted(t, eps[1], 0, 1)
+	WaitPosted(t, eps[1], 0, 1)
 	require.NoError(t, eps[0].Send(ctx, 1, 1, msg))
 	require.NoError(t, <-done)
 	assert.Equal(t, msg, got)
 
 	// Send completes before the receive is posted.
 	require.NoError(t, eps[0].Send(ctx, 1, 2, msg))
-	waitArrived(t, eps[1], 0, 2, 1)
+	WaitArrived(t, eps[1], 0, 2, 1)
 	clear(got)
 	require.NoError(t, eps[1].Recv(ctx, 0, 2, got))
 	assert.Equal(t, msg, got)
@@ -204,12 +204,12 @@ func testSizes(t *testing.T, newGroup NewGroupFunc) {
 				if posted {
 					done := make(chan error, 1)
 					go func() { done <- eps[1].Recv(ctx, 0, tag, got) }()
-					waitPosted(t, eps[1], 0, tag)
+					WaitPosted(t, eps[1], 0, tag)
 					require.NoError(t, eps[0].Send(ctx, 1, tag, msg))
 					require.NoError(t, <-done)
 				} else {
 					require.NoError(t, sendAsync(ctx, eps[0], 1, tag, msg, func() error {
-						waitArrived(t, eps[1], 0, tag, 1)
+						WaitArrived(t, eps[1], 0, tag, 1)
 						return eps[1].Recv(ctx, 0, tag, got)
 					}))
 				}
@@ -235,14 +235,14 @@ func testSizeMismatch(t *testing.T, newGroup NewGroupFunc) {
 
 	// Message already buffered when the wrong-sized receive comes.
 	require.NoError(t, eps[0].Send(ctx, 1, 1, make([]byte, 10)))
-	waitArrived(t, eps[1], 0, 1, 1)
+	WaitArrived(t, eps[1], 0, 1, 1)
 	err := eps[1].Recv(ctx, 0, 1, make([]byte, 9))
 	require.ErrorIs(t, err, transport.ErrSizeMismatch)
 
 	// Receive posted before the message, larger than it.
 	done := make(chan error, 1)
 	go func() { done <- eps[1].Recv(ctx, 0, 2, make([]byte, 11)) }()
-	waitPosted(t, eps[1], 0, 2)
+	WaitPosted(t, eps[1], 0, 2)
 	require.NoError(t, eps[0].Send(ctx, 1, 2, make([]byte, 10)))
 	require.ErrorIs(t, <-done, transport.ErrSizeMismatch)
 
@@ -335,7 +335,7 @@ func testClose(t *testing.T, newGroup NewGroupFunc) {
 	eps := newGroup(t, 2)
 	pending := make(chan error, 1)
 	go func() { pending <- eps[1].Recv(ctx, 0, 1, make([]byte, 4)) }()
-	waitPosted(t, eps[1], 0, 1)
+	WaitPosted(t, eps[1], 0, 1)
 	require.NoError(t, eps[1].Close())
 	select {
 	case err := <-pending:
@@ -353,7 +353,7 @@ func testPeerDeath(t *testing.T, newGroup NewGroupFunc) {
 	eps := newGroup(t, 3)
 	pending := make(chan error, 1)
 	go func() { pending <- eps[0].Recv(ctx, 2, 1, make([]byte, 4)) }()
-	waitPosted(t, eps[0], 2, 1)
+	WaitPosted(t, eps[0], 2, 1)
 	start := time.Now()
 	require.NoError(t, eps[2].Close())
 
