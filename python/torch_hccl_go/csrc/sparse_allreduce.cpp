@@ -12,6 +12,7 @@
 // the call; its Work is complete when returned.
 #include <c10/util/Exception.h>
 
+#include <algorithm>
 #include <chrono>
 #include <sstream>
 
@@ -24,12 +25,12 @@ namespace {
 
 constexpr int64_t kHeaderFixed = 4;  // nnz, sparse_dim, dense_dim, dtype; then the shape
 
-std::string shapeOf(const at::Tensor& header, int64_t rank) {
+// "[3, 4]": the shape a rank's header row describes.
+std::string shapeOf(const at::TensorAccessor<int64_t, 1>& row) {
   std::ostringstream s;
-  const int64_t ndim = header[rank][1].item<int64_t>() + header[rank][2].item<int64_t>();
   s << "[";
-  for (int64_t d = 0; d < ndim; ++d) {
-    s << (d ? ", " : "") << header[rank][kHeaderFixed + d].item<int64_t>();
+  for (int64_t d = 0; d < row[1] + row[2]; ++d) {
+    s << (d ? ", " : "") << row[kHeaderFixed + d];
   }
   return s.str() + "]";
 }
@@ -85,21 +86,24 @@ c10::intrusive_ptr<c10d::Work> HcclGoBackend::sparseAllreduce(at::Tensor& t, con
 
     // Every rank sees the same headers, so every rank refuses a mismatch
     // the same way.
+    const auto h = header.accessor<int64_t, 2>();
+    const auto mine = h[rank_];
+    std::vector<int64_t> nnz(size_);
     for (int r = 0; r < size_; ++r) {
-      TORCH_CHECK_VALUE(header[r][3].item<int64_t>() == myHeader[3].item<int64_t>(), "hccl_go: ", op, ": rank ", rank_,
-                        " passes a sparse ", t.scalar_type(), " tensor but rank ", r, " a sparse ",
-                        static_cast<at::ScalarType>(header[r][3].item<int64_t>()),
+      TORCH_CHECK_VALUE(h[r][3] == mine[3], "hccl_go: ", op, ": rank ", rank_, " passes a sparse ", t.scalar_type(),
+                        " tensor but rank ", r, " a sparse ", static_cast<at::ScalarType>(h[r][3]),
                         " tensor; all ranks must pass the same dtype");
-      TORCH_CHECK_VALUE(
-          at::equal(header[r].narrow(0, 1, 2), myHeader.narrow(0, 1, 2)) &&
-              at::equal(header[r].narrow(0, kHeaderFixed, maxDim), myHeader.narrow(0, kHeaderFixed, maxDim)),
-          "hccl_go: ", op, ": rank ", rank_, " passes a sparse tensor of shape ", shapeOf(header, rank_),
-          " (sparse_dim ", sparseDim, ", dense_dim ", denseDim, ") but rank ", r, " one of shape ", shapeOf(header, r),
-          " (sparse_dim ", header[r][1].item<int64_t>(), ", dense_dim ", header[r][2].item<int64_t>(),
-          "); all ranks must pass the same shape and sparse layout");
+      bool same = h[r][1] == mine[1] && h[r][2] == mine[2];
+      for (int64_t d = 0; same && d < maxDim; ++d) {
+        same = h[r][kHeaderFixed + d] == mine[kHeaderFixed + d];
+      }
+      TORCH_CHECK_VALUE(same, "hccl_go: ", op, ": rank ", rank_, " passes a sparse tensor of shape ", shapeOf(mine),
+                        " (sparse_dim ", sparseDim, ", dense_dim ", denseDim, ") but rank ", r, " one of shape ",
+                        shapeOf(h[r]), " (sparse_dim ", h[r][1], ", dense_dim ", h[r][2],
+                        "); all ranks must pass the same shape and sparse layout");
+      nnz[r] = h[r][0];
     }
-    const at::Tensor nnz = header.select(1, 0);
-    const int64_t maxNnz = nnz.max().item<int64_t>();
+    const int64_t maxNnz = *std::max_element(nnz.begin(), nnz.end());
 
     at::Tensor indices = at::empty({sparseDim, 0}, at::kLong);
     std::vector<int64_t> valueShape{0};
@@ -124,9 +128,8 @@ c10::intrusive_ptr<c10d::Work> HcclGoBackend::sparseAllreduce(at::Tensor& t, con
 
       std::vector<at::Tensor> indexParts, valueParts;
       for (int r = 0; r < size_; ++r) {
-        const int64_t n = nnz[r].item<int64_t>();
-        indexParts.push_back(allIndices.narrow(0, r * maxNnz, n));
-        valueParts.push_back(allValues.narrow(0, r * maxNnz, n));
+        indexParts.push_back(allIndices.narrow(0, r * maxNnz, nnz[r]));
+        valueParts.push_back(allValues.narrow(0, r * maxNnz, nnz[r]));
       }
       indices = at::cat(indexParts).t().contiguous();
       values = at::cat(valueParts);
