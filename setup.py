@@ -1,7 +1,9 @@
 """Builds torch_hccl_go, the hccl_go backend for torch.distributed.
 
-Two artefacts end up in the package:
+Three artefacts end up in the package:
   torch_hccl_go/lib/libhccl_go.so        the Go library (go build -buildmode=c-shared ./export)
+  torch_hccl_go/lib/libhccl_go_probe.so  the benchmark's cross-CPU probe (csrc/handoff_probe.c;
+                                         plain C, loaded with ctypes, no torch or Go)
   torch_hccl_go/_C_torch2_15*.so         the C++ c10d::Backend for one torch minor version,
                                          linked against it (rpath $ORIGIN/lib)
 
@@ -38,6 +40,7 @@ ROOT = Path(__file__).parent.resolve()
 PKG_DIR = ROOT / "python" / "torch_hccl_go"
 LIB_DIR = PKG_DIR / "lib"
 LIB_NAME = "libhccl_go.so"
+PROBE_NAME = "libhccl_go_probe.so"
 
 try:
     import torch
@@ -130,12 +133,29 @@ def build_go_library() -> Path:
     return out
 
 
+def build_probe_library() -> Path:
+    """Compiles the benchmark's probe (csrc/handoff_probe.c) into python/torch_hccl_go/lib/."""
+    out = LIB_DIR / PROBE_NAME
+    LIB_DIR.mkdir(exist_ok=True)
+    tmp = LIB_DIR / (PROBE_NAME + ".tmp")
+    cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc") or "cc"
+    cmd = [cc, "-O2", "-shared", "-fPIC", "-o", str(tmp), str(PKG_DIR / "csrc" / "handoff_probe.c")]
+    print("torch_hccl_go: " + " ".join(cmd), flush=True)
+    try:
+        subprocess.run(cmd, check=True)
+    except (OSError, subprocess.CalledProcessError) as e:
+        sys.exit(f"torch_hccl_go: building {PROBE_NAME} failed: {e}")
+    os.replace(tmp, out)
+    return out
+
+
 class BuildPy(build_py):
     """Builds the Go library first, so that package data picks it up."""
 
     def run(self) -> None:
         with _build_lock():
             build_go_library()
+            build_probe_library()
         super().run()
 
 
@@ -149,11 +169,13 @@ class BuildExt(BuildExtension):
         self.build_temp = str(ROOT / "build" / f"temp-{tag}")
         with _build_lock():
             lib = build_go_library()
+            probe = build_probe_library()
             super().run()
         if not self.inplace and not getattr(self, "editable_mode", False):
             dest = Path(self.build_lib) / "torch_hccl_go"
             (dest / "lib").mkdir(parents=True, exist_ok=True)
             shutil.copy2(lib, dest / "lib" / lib.name)
+            shutil.copy2(probe, dest / "lib" / probe.name)
             for f in _EXTRA_EXTENSIONS.values():
                 shutil.copy2(f, dest / f.name)
 

@@ -18,7 +18,7 @@ from torch_hccl_go.bench.jobs import JobSpec, run_job
 from torch_hccl_go.bench.report import in_report_order
 from torch_hccl_go.bench.report_jobs import print_run_order, print_spread
 from torch_hccl_go.bench.results import NOT_AVAILABLE, OK, Result
-from torch_hccl_go.bench.spread import SLOW_FACTOR, slow_jobs, spreads, summary_results
+from torch_hccl_go.bench.spread import SLOW_FACTOR, SLOW_HANDOFF, slow_jobs, spreads, summary_results
 
 
 def result(backend: str, size: int, us: float | None, op: str = "all_reduce", **kw) -> Result:
@@ -74,6 +74,60 @@ def test_a_slow_job_whose_memcpy_was_slow_alike_is_not_slow_beyond_the_machine()
     text = out.getvalue()
     assert "job 2 (30.00, memcpy alike), job 4 (30.00), job 5 (30.00)" in text
     assert "# hccl_go: slow beyond the machine (memcpy not slow alike): 2 of 7 (job 4 at 1 of 1 cases" in text
+
+
+def with_handoff(r: Result, readings: list[float]) -> Result:
+    """r with its batches set to times (us) framed by the hand-off readings (ns)."""
+    r.handoff_ns = readings
+    return r
+
+
+def test_batches_in_the_machine_slow_state_are_left_out_of_the_fast_state_spread():
+    # A batch is slow-state when either reading that frames it is above SLOW_HANDOFF x the
+    # run's lowest (80 ns here). job 2: slow throughout, in the machine's slow state (the
+    # machine's doing); job 3: slow with the machine fast (the library's); job 4: its first
+    # batch in the slow state, the other two fast.
+    rows = []
+    for job in range(1, 8):
+        r = result("hccl_go", 1 << 20, 150.0)
+        readings = [80.0, 85.0, 82.0, 84.0]
+        if job == 2:
+            r.batch_times = [700e-6, 720e-6, 710e-6]
+            readings = [330.0, 340.0, 320.0, 335.0]
+        elif job == 3:
+            r.batch_times = [700e-6, 720e-6, 710e-6]
+        elif job == 4:
+            r.batch_times = [900e-6, 150e-6, 160e-6]
+            readings = [85.0, SLOW_HANDOFF * 80.0 * 1.1, 84.0, 83.0]
+        rows.append((job, with_handoff(r, readings)))
+    (s,) = spreads(rows)
+    assert [job for job, _ in s.slow()] == [2, 3]
+    assert [job for job, _ in s.slow_in_fast_state()] == [3]
+    fast = dict(s.job_fast)
+    assert 2 not in fast  # no batch of job 2 in the fast state
+    assert fast[4] == pytest.approx(160e-6)  # batch 0 and 1 touch the slow reading; batch 2 is left
+    assert dict((job, k) for job, k, _ in s.job_slow_batches) == {1: 0, 2: 3, 3: 0, 4: 2, 5: 0, 6: 0, 7: 0}
+    assert s.slow_share == pytest.approx(5 / 21)
+    assert slow_jobs([s], fast_state=True)["hccl_go"] == {3: 1}
+    out = io.StringIO()
+    print_spread([s], ("hccl_go",), 7, out)
+    text = out.getvalue()
+    assert "24%  1 of 6: job 3 (710.0)" in text
+    assert "# hccl_go: slow in the machine's fast cross-CPU state: 1 of 7 (job 3 at 1 of 1 cases" in text
+
+
+def test_without_handoff_readings_there_is_no_fast_state_report():
+    (s,) = spreads([(job, result("hccl_go", 8, 10.0)) for job in (1, 2, 3)])
+    assert s.slow_share is None and not s.job_fast
+    out = io.StringIO()
+    print_spread([s], ("hccl_go",), 3, out)
+    assert "fast cross-CPU state" not in out.getvalue()
+
+
+def test_handoff_readings_round_trip_through_json():
+    r = with_handoff(result("hccl_go", 8, 10.0), [80.0, None, 90.0, 85.0])
+    back = Result.from_json(r.to_json())
+    assert back.handoff_ns == [80.0, None, 90.0, 85.0]
 
 
 def test_run_order_lists_the_slow_jobs_where_they_ran():
@@ -227,8 +281,14 @@ def test_bench_jobs_short_run(tmp_path):
         assert all(r["status"] == "ok" and r["wrong"] == 0 and r["batch_times_us"] for r in job["results"])
         # every job times the machine's pace beside its op
         assert all(r["memcpy_us"] > 0 and len(r["memcpy_times_us"]) >= 1 for r in job["results"])
+        # and the cross-CPU state before and after every batch (ranks 0 and 1 share the host)
+        assert all(
+            len(r["handoff_ns"]) == len(r["batch_times_us"]) + 1 and all(x > 0 for x in r["handoff_ns"])
+            for r in job["results"]
+        )
     assert len(doc["summary"]) == 2 and all(len(r["batch_times_us"]) == 2 for r in doc["summary"])
     assert "# hccl_go: slow jobs:" in p.stdout and "# gloo: slow jobs:" in p.stdout
     assert "# hccl_go: slow beyond the machine (memcpy not slow alike):" in p.stdout
+    assert "# hccl_go: slow in the machine's fast cross-CPU state:" in p.stdout
     assert "# slow jobs by their place in the run of 4:" in p.stdout
     assert "ratio = time / hccl_go's time" in p.stdout

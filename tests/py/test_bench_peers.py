@@ -138,6 +138,8 @@ def test_mpi_peer_short_run(tmp_path):
         conditions = [c.name for c in history.CONDITIONS]
         assert sorted(r["history_us"]) == sorted(conditions + [history.floor_key(c) for c in conditions]), r
         assert r["memcpy_us"] > 0, r  # the machine's pace, as the torch sweep times it
+        # the cross-CPU state around every batch, as the torch sweep reads it
+        assert len(r["handoff_ns"]) == len(r["batch_times_us"]) + 1 and all(x > 0 for x in r["handoff_ns"]), r
     # every op in the side-by-side table with a figure of both
     table = p.stdout[p.stdout.index("# reduce  float32  world 2: median time") :]
     assert "-" not in table.splitlines()[3].split()[-2:], table[:1000]

@@ -73,6 +73,7 @@ def run_rank(cfg: BenchConfig, rank: int, world: int) -> int:
         results = sweep.run(progress)
     finally:
         progress.close()
+        sweep.close()
     dist.destroy_process_group()
     if rank != 0:
         return 0

@@ -1,6 +1,8 @@
 """--jobs: the spread table (min, median, max of the per-job medians, the median and
-largest op/memcpy ratio, slow jobs) per (op, dtype), and per backend the jobs that were
-slow, and those slow beyond the machine's own pace (spread.py)."""
+largest op/memcpy ratio, slow jobs) per (op, dtype); beside it the same over the batches
+timed in the machine's fast cross-CPU state and the share in its slow state; and per
+backend the jobs that were slow, slow beyond the machine's own pace, and slow even in the
+machine's fast state (spread.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ from typing import TextIO
 
 from .report import format_us
 from .sizes import format_size
-from .spread import SLOW_FACTOR, Spread, slow_jobs
+from .spread import SLOW_FACTOR, SLOW_HANDOFF, Spread, slow_jobs
 
 
 def print_spread(spreads: list[Spread], names: tuple[str, ...], jobs: int, out: TextIO) -> None:
@@ -32,7 +34,40 @@ def print_spread(spreads: list[Spread], names: tuple[str, ...], jobs: int, out: 
         for name in names:
             for s in (s for s in group if s.backend == name):
                 print(f" {name:>11} {format_size(s.size):>9} {spread_cells(s)}", file=out)
+        if any(s.job_slow_batches for s in group):
+            print_fast_state(group, names, out)
     print_slow_jobs(spreads, names, out)
+
+
+def print_fast_state(group: list[Spread], names: tuple[str, ...], out: TextIO) -> None:
+    """The same jobs over their batches in the machine's fast cross-CPU state only."""
+    print(
+        f"# the same over the batches in the machine's fast cross-CPU state (hand-off within "
+        f"{SLOW_HANDOFF:g}x the run's fastest); machine slow: share of batches in the slow state",
+        file=out,
+    )
+    print(
+        f"#{'backend':>11} {'size':>9} {'min':>10} {'median':>10} {'max':>10} {'max/min':>8} "
+        f"{'machine slow':>13}  slow jobs in the fast state",
+        file=out,
+    )
+    for name in names:
+        for s in (s for s in group if s.backend == name):
+            print(f" {name:>11} {format_size(s.size):>9} {fast_state_cells(s)}", file=out)
+
+
+def fast_state_cells(s: Spread) -> str:
+    share = s.slow_share
+    shown = "-" if share is None else f"{100 * share:.0f}%"
+    if not s.job_fast:
+        return f"{'-':>10} {'-':>10} {'-':>10} {'-':>8} {shown:>13}  no batch in the fast state"
+    times = s.fast_times
+    lo, mid, hi = min(times), statistics.median(times), max(times)
+    slow = s.slow_in_fast_state()
+    listed = ", ".join(f"job {job} ({format_us(t * 1e6)})" for job, t in slow)
+    text = f"{len(slow)} of {len(times)}" + (f": {listed}" if slow else "")
+    cells = [format_us(x * 1e6) for x in (lo, mid, hi)]
+    return f"{cells[0]:>10} {cells[1]:>10} {cells[2]:>10} {hi / lo:7.2f}x {shown:>13}  {text}"
 
 
 def spread_cells(s: Spread) -> str:
@@ -61,8 +96,11 @@ def print_slow_jobs(spreads: list[Spread], names: tuple[str, ...], out: TextIO) 
         cases[s.backend] = cases.get(s.backend, 0) + 1
         jobs[s.backend] = max(jobs.get(s.backend, 0), s.jobs)
     print("#", file=out)
-    for beyond, what in ((False, "slow jobs"), (True, "slow beyond the machine (memcpy not slow alike)")):
-        slow = slow_jobs(spreads, beyond_machine=beyond)
+    kinds = [(False, False, "slow jobs"), (True, False, "slow beyond the machine (memcpy not slow alike)")]
+    if any(s.job_slow_batches for s in spreads):
+        kinds.append((False, True, "slow in the machine's fast cross-CPU state"))
+    for beyond, fast_state, what in kinds:
+        slow = slow_jobs(spreads, beyond_machine=beyond, fast_state=fast_state)
         for name in names:
             if name not in cases:
                 continue

@@ -39,6 +39,10 @@ class Result:
     # copy of the input buffer, every rank at once, slowest rank (runner.py). A job slower
     # than others whose memcpy was slower alike was slowed by the machine, not the library.
     memcpy_times: list[float] = field(default_factory=list)
+    # The machine's cross-CPU state (handoff.py): ns per round trip between ranks 0 and 1
+    # before the first round of batches and after each; reading k and k+1 frame batch k.
+    # Empty (or None readings) when not measured.
+    handoff_ns: list[float | None] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -68,6 +72,19 @@ class Result:
     def memcpy_s(self) -> float | None:
         """Median seconds of the job's memcpy (the machine's pace), None if not timed."""
         return statistics.median(self.memcpy_times) if self.memcpy_times else None
+
+    def batches_in_state(self, slow_above_ns: float) -> tuple[list[float], int]:
+        """The batch times whose framing hand-off readings are both at most slow_above_ns
+        (the machine in its fast state), and how many batches were framed by a slower one.
+        Batches without two readings count as fast."""
+        fast, slow = [], 0
+        for k, t in enumerate(self.batch_times):
+            frame = [x for x in self.handoff_ns[k : k + 2] if x is not None]
+            if any(x > slow_above_ns for x in frame):
+                slow += 1
+            else:
+                fast.append(t)
+        return fast, slow
 
     def history_median(self, condition: str) -> float | None:
         """Median seconds of the op after a --history condition, None if not measured."""

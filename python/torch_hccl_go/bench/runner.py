@@ -2,7 +2,9 @@
 order, and within a case the backends' batches interleaved so that noise hits all of them;
 with --history, then the single ops after each condition (history.py), interleaved too.
 A few batches of a local memcpy of the input between them record the machine's own pace
-in this job (Result.memcpy_times), so that a slow job can be told from a slow machine.
+in this job (Result.memcpy_times), and a cross-CPU hand-off between ranks 0 and 1 before
+and after every round of batches records the machine's cross-CPU state (handoff.py,
+Result.handoff_ns), so that a slow job can be told from a slow machine.
 
 Every rank must issue the same collectives in the same order, so every decision that
 depends on a measurement (n/a or not, warm-up length, batch plan) is agreed through the
@@ -11,6 +13,7 @@ control group (the default gloo group) before it is acted on.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -18,7 +21,7 @@ from dataclasses import dataclass
 import torch
 import torch.distributed as dist
 
-from . import history, timing
+from . import handoff, history, timing
 from .backends import make_backends
 from .config import BenchConfig
 from .data import Buffers, allocate, count_wrong, fill_input, memcpy_op
@@ -62,14 +65,20 @@ class Sweep:
         self.world = world
         self.backends = make_backends(cfg.backends, cfg.timeout, world)
         self.broken: dict[str, str] = {}  # backend -> the case it failed on
+        hosts: list[str | None] = [None] * world
+        dist.all_gather_object(hosts, history.host_identity())
+        token = [f"{os.getpid()}_{time.time_ns()}"]
+        dist.broadcast_object_list(token, src=0)
+        self.handoff = handoff.Handoff(rank, len(set(hosts[:2])) == 1, token[0], dist.barrier)
         if cfg.history:
-            hosts: list[str | None] = [None] * world
-            dist.all_gather_object(hosts, history.host_identity())
             self.shared_clock = len(set(hosts)) == 1
             self.small = torch.zeros(2, dtype=torch.float32)  # zeros stay zeros, sum after sum
             self.square = torch.ones(HISTORY_COMPUTE_SIDE, HISTORY_COMPUTE_SIDE)
             self.product = torch.empty_like(self.square)
             self.floor = torch.zeros(2)  # --history's floor op (history.py)
+
+    def close(self) -> None:
+        self.handoff.close()
 
     def backend_info(self) -> dict[str, dict]:
         """What each backend reports about itself (hccl_go: transports, options)."""
@@ -93,6 +102,7 @@ class Sweep:
         batches = max((p.plan.batches for p in ready), default=0)
         memcpy_rounds, memcpy_times = timing.memcpy_rounds(batches), []
         memcpy = memcpy_op(buffers) if memcpy_rounds else None  # its scratch is as large as the input
+        handoff_ns = [self.handoff.measure()] if ready else []
         for batch in range(batches):
             for k in range(len(ready)):
                 p = ready[(batch + index + k) % len(ready)]
@@ -101,12 +111,14 @@ class Sweep:
             if batch in memcpy_rounds:
                 plan = ready[0].plan
                 memcpy_times.append(timing.time_batch(memcpy, plan.iters_per_batch, dist.barrier, plan.rewarm))
+            handoff_ns.append(self.handoff.measure())
         memcpy_times = self._max_over_ranks(memcpy_times) if ready else []
         for p in ready:
             p.result.iters_per_batch = p.plan.iters_per_batch
             p.result.rewarm_iters = p.plan.rewarm
             p.result.batch_times = self._max_over_ranks(p.times)
             p.result.memcpy_times = memcpy_times
+            p.result.handoff_ns = handoff_ns
         if self.cfg.history and ready:
             self._run_history(ready, index)
         return [p.result if isinstance(p, _Prepared) else p for p in prepared]
@@ -132,9 +144,7 @@ class Sweep:
         for b, p in enumerate(ready):
             for cond in history.CONDITIONS:
                 n = reps[cond.name][b]
-                mine = [
-                    [tuple(row[i : i + width]) for i in range(offset, offset + width * n, width)] for row in every
-                ]
+                mine = [[tuple(row[i : i + width]) for i in range(offset, offset + width * n, width)] for row in every]
                 p.result.history[cond.name], p.result.history[history.floor_key(cond.name)] = history.split_times(
                     mine, self.shared_clock
                 )

@@ -11,6 +11,14 @@ tenants, the host's memory bandwidth). Each job times the machine's pace beside 
 local memcpy of the same input (Result.memcpy_times), so a slow job is told apart: slow
 beyond the machine when its op/memcpy ratio is also above SLOW_FACTOR times the median
 job's ratio (the library's doing), slow with the machine when its memcpy was slow alike.
+
+The memcpy misses what slows shared-memory collectives most on a VM: the cross-CPU state
+(handoff.py), which flips for seconds at a time, within jobs as well as between them. Each
+batch is framed by two hand-off readings; it ran in the machine's slow state when one of
+them is above SLOW_HANDOFF times the lowest reading of the whole run. Beside the spread of
+all batches, the report gives the spread over the batches in the fast state, the share of
+batches in the slow one, and the jobs slow even then: a library's own slow state shows
+there; the machine's does not.
 """
 
 from __future__ import annotations
@@ -23,6 +31,7 @@ from dataclasses import dataclass, replace
 from .results import OK, Result
 
 SLOW_FACTOR = 1.5
+SLOW_HANDOFF = 2.0  # a hand-off reading above this times the run's lowest: the slow state
 
 JobResult = tuple[int, Result]  # (job number of its backend: 1..N, the job's result)
 
@@ -37,6 +46,10 @@ class Spread:
     jobs: int  # jobs of this backend that reported the case, timed or not
     job_times: tuple[tuple[int, float], ...]  # (job number, median seconds) of the jobs that timed it
     job_memcpy: tuple[tuple[int, float], ...] = ()  # (job number, its memcpy's median seconds)
+    # (job number, median seconds over its batches in the machine's fast state), for the jobs
+    # that had such batches, and (job number, batches in the slow state, batches).
+    job_fast: tuple[tuple[int, float], ...] = ()
+    job_slow_batches: tuple[tuple[int, int, int], ...] = ()
 
     @property
     def times(self) -> list[float]:
@@ -53,6 +66,25 @@ class Spread:
     @property
     def max(self) -> float | None:
         return max(self.times) if self.job_times else None
+
+    @property
+    def fast_times(self) -> list[float]:
+        return [t for _, t in self.job_fast]
+
+    @property
+    def slow_share(self) -> float | None:
+        """Share of all batches of all jobs timed in the machine's slow state (None: no
+        hand-off readings)."""
+        total = sum(n for _, _, n in self.job_slow_batches)
+        return sum(k for _, k, _ in self.job_slow_batches) / total if total else None
+
+    def slow_in_fast_state(self) -> list[tuple[int, float]]:
+        """(job number, seconds) of the jobs whose median over the machine's fast state is
+        above SLOW_FACTOR x the median of those: slow by the library's doing."""
+        if not self.job_fast:
+            return []
+        median = statistics.median(self.fast_times)
+        return [(job, t) for job, t in self.job_fast if t > SLOW_FACTOR * median]
 
     def slow(self) -> list[tuple[int, float]]:
         """(job number, seconds) of the jobs above SLOW_FACTOR x the median job."""
@@ -89,23 +121,61 @@ def _grouped(job_results: Iterable[JobResult]) -> dict[tuple[str, str, str, int]
     return groups
 
 
+def slow_handoff_ns(job_results: Iterable[JobResult]) -> float | None:
+    """The hand-off reading above which the machine was in its slow state, for this run:
+    SLOW_HANDOFF times its lowest reading (None: no readings)."""
+    readings = [x for _, r in job_results for x in r.handoff_ns if x is not None]
+    return SLOW_HANDOFF * min(readings) if readings else None
+
+
 def spreads(job_results: Iterable[JobResult]) -> list[Spread]:
     """One Spread per backend and case."""
+    job_results = list(job_results)
+    threshold = slow_handoff_ns(job_results)
     out = []
     for (backend, op, dtype, size), rows in _grouped(job_results).items():
         timed = tuple((job, r.time_s) for job, r in rows if r.ok)
         memcpy = tuple((job, r.memcpy_s) for job, r in rows if r.ok and r.memcpy_s)
-        out.append(Spread(backend, op, dtype, size, rows[0][1].world, len(rows), timed, memcpy))
+        fast, slow_batches = [], []
+        if threshold is not None:
+            for job, r in rows:
+                if not r.ok:
+                    continue
+                in_fast, n_slow = r.batches_in_state(threshold)
+                slow_batches.append((job, n_slow, len(r.batch_times)))
+                if in_fast:
+                    fast.append((job, statistics.median(in_fast)))
+        out.append(
+            Spread(
+                backend,
+                op,
+                dtype,
+                size,
+                rows[0][1].world,
+                len(rows),
+                timed,
+                memcpy,
+                tuple(fast),
+                tuple(slow_batches),
+            )
+        )
     return out
 
 
-def slow_jobs(all_spreads: Iterable[Spread], beyond_machine: bool = False) -> dict[str, Counter[int]]:
+def slow_jobs(
+    all_spreads: Iterable[Spread], beyond_machine: bool = False, fast_state: bool = False
+) -> dict[str, Counter[int]]:
     """Per backend: job number -> at how many of its cases that job was slow (beyond the
-    machine's pace only, with beyond_machine)."""
+    machine's pace only, with beyond_machine; over the machine's fast state, with
+    fast_state)."""
     out: dict[str, Counter[int]] = {}
     for s in all_spreads:
         counter = out.setdefault(s.backend, Counter())
-        counter.update(job for job, _ in (s.slow_beyond_machine() if beyond_machine else s.slow()))
+        if fast_state:
+            slow = s.slow_in_fast_state()
+        else:
+            slow = s.slow_beyond_machine() if beyond_machine else s.slow()
+        counter.update(job for job, _ in slow)
     return out
 
 
@@ -132,6 +202,7 @@ def summary_results(job_results: Iterable[JobResult]) -> list[Result]:
                 rewarm_iters=0,
                 batch_times=[r.time_s for r in timed],
                 memcpy_times=[r.memcpy_s for r in timed if r.memcpy_s],
+                handoff_ns=[],
                 history={name: [r.history_median(name) for r in timed if name in r.history] for name in conditions},
             )
         )

@@ -8,13 +8,14 @@ By hand, one process per rank:
 It runs as a script, outside the torch_hccl_go package: importing the package loads torch
 and starts the Go runtime, whose monitor thread would share the cores with the MPI ranks
 being timed. It does use the benchmark's own standard-library modules (timing, history,
-results, report, sizes, counts), loaded straight from their folder, so its rules are the
+handoff, results, report, sizes, counts), loaded straight from their folder, so its rules are the
 same code as hccl_go's and gloo's:
 - size: bytes of the largest buffer of one rank, count: its elements (counts.py);
 - a check of one iteration, warm-up, a steady per-iteration estimate, then batches framed
   by a barrier, each after a rewarm (timing.settle, timing.time_batch); time = median over
   batches of the slowest rank's per-iteration time (results.py); a few batches of a local
-  copy of the input between them (timing.memcpy_rounds; numpy's copy here);
+  copy of the input between them (timing.memcpy_rounds; numpy's copy here), and the
+  cross-CPU hand-off between ranks 0 and 1 around every batch (handoff.py);
 - --history: the same conditions and per-op rule (history.py), compute bursts as numpy
   matmuls;
 - inputs v(rank, i) = (i + 3 rank) % 7 + 1, as ops.input_values; every result is checked
@@ -57,6 +58,7 @@ def _import_bench_modules() -> None:
 
 _import_bench_modules()
 counts = importlib.import_module("torch_hccl_go.bench.counts")
+handoff = importlib.import_module("torch_hccl_go.bench.handoff")
 history = importlib.import_module("torch_hccl_go.bench.history")
 report = importlib.import_module("torch_hccl_go.bench.report")
 results = importlib.import_module("torch_hccl_go.bench.results")
@@ -177,7 +179,10 @@ class Sweep:
         self.comm = MPI.COMM_WORLD
         self.control = self.comm.Dup()
         self.world = self.comm.Get_size()
-        self.shared_clock = len(set(self.control.allgather(history.host_identity()))) == 1
+        hosts = self.control.allgather(history.host_identity())
+        self.shared_clock = len(set(hosts)) == 1
+        token = self.control.bcast(f"{os.getpid()}_{time.time_ns()}", root=0)
+        self.handoff = handoff.Handoff(self.comm.Get_rank(), len(set(hosts[:2])) == 1, token, self.control.Barrier)
         self.small = np.zeros(2, DTYPE)  # --history: the 8-byte all_reduce (zeros stay zeros)
         self.floor = np.zeros(2, DTYPE)  # --history: the floor op (history.py)
         self.square = np.ones((COMPUTE_SIDE, COMPUTE_SIDE), DTYPE)
@@ -219,10 +224,13 @@ class Sweep:
             np.copyto(scratch, case.inp)
 
         times, memcpy_times, memcpy_rounds = [], [], timing.memcpy_rounds(plan.batches)
+        handoff_ns = [self.handoff.measure()]
         for batch in range(plan.batches):
             times.append(timing.time_batch(case.run, plan.iters_per_batch, self.comm.Barrier, plan.rewarm))
             if batch in memcpy_rounds:
                 memcpy_times.append(timing.time_batch(memcpy, plan.iters_per_batch, self.control.Barrier, plan.rewarm))
+            handoff_ns.append(self.handoff.measure())
+        result.handoff_ns = handoff_ns
         result.iters_per_batch, result.rewarm_iters = plan.iters_per_batch, plan.rewarm
         result.batch_times = self.max_over_ranks(times)
         result.memcpy_times = self.max_over_ranks(memcpy_times)
@@ -315,7 +323,11 @@ def main(argv: list[str]) -> int:
         if rank == 0:
             print(f"--root {args.root} is not a rank of a world of {world}", file=sys.stderr)
         return 2
-    rows = Sweep(args).run()
+    sweep = Sweep(args)
+    try:
+        rows = sweep.run()
+    finally:
+        sweep.handoff.close()
     if rank != 0:
         return 0
     print(f"# {library_version()}; mpi4py; world {world}")
