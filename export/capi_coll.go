@@ -22,6 +22,33 @@ func issue(h C.hcclGoComm_t, out *C.hcclGoWork_t, op func(c *pgbackend.Communica
 		return fail(nil, err)
 	}
 	w, err := op(e.c)
+	return handOver(e, out, w, err)
+}
+
+// issueCall issues the collective that call makes. A blocking call (out
+// NULL) first tries to run it at once on this thread (pgbackend.RunNow);
+// when it may not, it is queued and run to completion as issue does.
+func issueCall(h C.hcclGoComm_t, out *C.hcclGoWork_t, call func(c *pgbackend.Communicator) (pgbackend.Call, error)) C.hcclGoResult_t {
+	e, err := lookupComm(h)
+	if err != nil {
+		return fail(nil, err)
+	}
+	cl, err := call(e.c)
+	if out == nil {
+		if ran, err := e.c.RunNow(cl, err); ran {
+			if err != nil {
+				return fail(e, err)
+			}
+			return C.hcclGoSuccess
+		}
+	}
+	w, err := e.c.Submit(cl, err)
+	return handOver(e, out, w, err)
+}
+
+// handOver gives the caller the op just issued as w (err: it was not):
+// its handle in out, or, with out NULL, its status once it completed.
+func handOver(e *commEntry, out *C.hcclGoWork_t, w *streams.Work, err error) C.hcclGoResult_t {
 	if err != nil {
 		return fail(e, err)
 	}
@@ -40,68 +67,68 @@ func goAllReduce(send, recv unsafe.Pointer, count C.size_t, dt C.hcclGoDataType_
 			return rc
 		}
 	}
-	return issue(h, out, func(c *pgbackend.Communicator) (*streams.Work, error) {
+	return issueCall(h, out, func(c *pgbackend.Communicator) (pgbackend.Call, error) {
 		d := reduce.DType(dt)
 		s, err := cBuf("sendbuff", send, count, d)
 		if err != nil {
-			return nil, err
+			return pgbackend.Call{}, err
 		}
 		r, err := cBuf("recvbuff", recv, count, d)
 		if err != nil {
-			return nil, err
+			return pgbackend.Call{}, err
 		}
-		return c.AllReduce(s, r, d, reduce.Op(op), float64(preMul), int(stream))
+		return c.AllReduceCall(s, r, d, reduce.Op(op), float64(preMul), int(stream))
 	})
 }
 
 //export goBroadcast
 func goBroadcast(send, recv unsafe.Pointer, count C.size_t, dt C.hcclGoDataType_t, root C.int, h C.hcclGoComm_t, stream C.int, out *C.hcclGoWork_t) (rc C.hcclGoResult_t) {
 	defer recoverPanic(&rc)
-	return issue(h, out, func(c *pgbackend.Communicator) (*streams.Work, error) {
+	return issueCall(h, out, func(c *pgbackend.Communicator) (pgbackend.Call, error) {
 		d := reduce.DType(dt)
 		s, err := cBufOptional("sendbuff", send, count, d, c.Rank() == int(root))
 		if err != nil {
-			return nil, err
+			return pgbackend.Call{}, err
 		}
 		r, err := cBuf("recvbuff", recv, count, d)
 		if err != nil {
-			return nil, err
+			return pgbackend.Call{}, err
 		}
-		return c.Broadcast(s, r, int(root), int(stream))
+		return c.BroadcastCall(s, r, int(root), int(stream))
 	})
 }
 
 //export goReduce
 func goReduce(send, recv unsafe.Pointer, count C.size_t, dt C.hcclGoDataType_t, op C.hcclGoRedOp_t, preMul C.double, root C.int, h C.hcclGoComm_t, stream C.int, out *C.hcclGoWork_t) (rc C.hcclGoResult_t) {
 	defer recoverPanic(&rc)
-	return issue(h, out, func(c *pgbackend.Communicator) (*streams.Work, error) {
+	return issueCall(h, out, func(c *pgbackend.Communicator) (pgbackend.Call, error) {
 		d := reduce.DType(dt)
 		s, err := cBuf("sendbuff", send, count, d)
 		if err != nil {
-			return nil, err
+			return pgbackend.Call{}, err
 		}
 		r, err := cBufOptional("recvbuff", recv, count, d, c.Rank() == int(root))
 		if err != nil {
-			return nil, err
+			return pgbackend.Call{}, err
 		}
-		return c.Reduce(s, r, d, reduce.Op(op), float64(preMul), int(root), int(stream))
+		return c.ReduceCall(s, r, d, reduce.Op(op), float64(preMul), int(root), int(stream))
 	})
 }
 
 //export goAllGather
 func goAllGather(send, recv unsafe.Pointer, count C.size_t, dt C.hcclGoDataType_t, h C.hcclGoComm_t, stream C.int, out *C.hcclGoWork_t) (rc C.hcclGoResult_t) {
 	defer recoverPanic(&rc)
-	return issue(h, out, func(c *pgbackend.Communicator) (*streams.Work, error) {
+	return issueCall(h, out, func(c *pgbackend.Communicator) (pgbackend.Call, error) {
 		d := reduce.DType(dt)
 		s, err := cBuf("sendbuff", send, count, d)
 		if err != nil {
-			return nil, err
+			return pgbackend.Call{}, err
 		}
 		r, err := cBuf("recvbuff", recv, count*C.size_t(c.Size()), d)
 		if err != nil {
-			return nil, err
+			return pgbackend.Call{}, err
 		}
-		return c.AllGather(s, r, int(stream))
+		return c.AllGatherCall(s, r, int(stream))
 	})
 }
 
@@ -132,17 +159,17 @@ func goAllGatherV(send, recv unsafe.Pointer, counts *C.size_t, dt C.hcclGoDataTy
 //export goReduceScatter
 func goReduceScatter(send, recv unsafe.Pointer, count C.size_t, dt C.hcclGoDataType_t, op C.hcclGoRedOp_t, preMul C.double, h C.hcclGoComm_t, stream C.int, out *C.hcclGoWork_t) (rc C.hcclGoResult_t) {
 	defer recoverPanic(&rc)
-	return issue(h, out, func(c *pgbackend.Communicator) (*streams.Work, error) {
+	return issueCall(h, out, func(c *pgbackend.Communicator) (pgbackend.Call, error) {
 		d := reduce.DType(dt)
 		s, err := cBuf("sendbuff", send, count*C.size_t(c.Size()), d)
 		if err != nil {
-			return nil, err
+			return pgbackend.Call{}, err
 		}
 		r, err := cBuf("recvbuff", recv, count, d)
 		if err != nil {
-			return nil, err
+			return pgbackend.Call{}, err
 		}
-		return c.ReduceScatter(s, r, d, reduce.Op(op), float64(preMul), int(stream))
+		return c.ReduceScatterCall(s, r, d, reduce.Op(op), float64(preMul), int(stream))
 	})
 }
 
@@ -170,10 +197,10 @@ func goReduceScatterV(send, recv unsafe.Pointer, counts *C.size_t, dt C.hcclGoDa
 //export goAllToAllV
 func goAllToAllV(send unsafe.Pointer, sendCounts, sendDispls *C.size_t, recv unsafe.Pointer, recvCounts, recvDispls *C.size_t, dt C.hcclGoDataType_t, h C.hcclGoComm_t, stream C.int, out *C.hcclGoWork_t) (rc C.hcclGoResult_t) {
 	defer recoverPanic(&rc)
-	return issue(h, out, func(c *pgbackend.Communicator) (*streams.Work, error) {
+	return issueCall(h, out, func(c *pgbackend.Communicator) (pgbackend.Call, error) {
 		d := reduce.DType(dt)
 		if !d.Valid() {
-			return nil, invalid("unsupported dtype %d", int32(dt))
+			return pgbackend.Call{}, invalid("unsupported dtype %d", int32(dt))
 		}
 		var arrays [4][]int
 		for i, a := range []struct {
@@ -182,19 +209,19 @@ func goAllToAllV(send unsafe.Pointer, sendCounts, sendDispls *C.size_t, recv uns
 		}{{"sendcounts", sendCounts}, {"sdispls", sendDispls}, {"recvcounts", recvCounts}, {"rdispls", recvDispls}} {
 			v, err := cSizes(a.name, a.p, c.Size(), d.Size())
 			if err != nil {
-				return nil, err
+				return pgbackend.Call{}, err
 			}
 			arrays[i] = v
 		}
 		s, err := cBuf("sendbuff", send, C.size_t(extent(arrays[0], arrays[1])/d.Size()), d)
 		if err != nil {
-			return nil, err
+			return pgbackend.Call{}, err
 		}
 		r, err := cBuf("recvbuff", recv, C.size_t(extent(arrays[2], arrays[3])/d.Size()), d)
 		if err != nil {
-			return nil, err
+			return pgbackend.Call{}, err
 		}
-		return c.AllToAllV(s, arrays[0], arrays[1], r, arrays[2], arrays[3], int(stream))
+		return c.AllToAllVCall(s, arrays[0], arrays[1], r, arrays[2], arrays[3], int(stream))
 	})
 }
 
@@ -210,23 +237,23 @@ func extent(counts, displs []int) int {
 //export goAllToAll
 func goAllToAll(send, recv unsafe.Pointer, count C.size_t, dt C.hcclGoDataType_t, h C.hcclGoComm_t, stream C.int, out *C.hcclGoWork_t) (rc C.hcclGoResult_t) {
 	defer recoverPanic(&rc)
-	return issue(h, out, func(c *pgbackend.Communicator) (*streams.Work, error) {
+	return issueCall(h, out, func(c *pgbackend.Communicator) (pgbackend.Call, error) {
 		d := reduce.DType(dt)
 		n := count * C.size_t(c.Size())
 		s, err := cBuf("sendbuff", send, n, d)
 		if err != nil {
-			return nil, err
+			return pgbackend.Call{}, err
 		}
 		r, err := cBuf("recvbuff", recv, n, d)
 		if err != nil {
-			return nil, err
+			return pgbackend.Call{}, err
 		}
 		block := int(count) * d.Size()
 		counts, displs := make([]int, c.Size()), make([]int, c.Size())
 		for i := range counts {
 			counts[i], displs[i] = block, i*block
 		}
-		return c.AllToAllV(s, counts, displs, r, counts, displs, int(stream))
+		return c.AllToAllVCall(s, counts, displs, r, counts, displs, int(stream))
 	})
 }
 
@@ -267,8 +294,8 @@ func goScatter(send, recv unsafe.Pointer, count C.size_t, dt C.hcclGoDataType_t,
 //export goBarrier
 func goBarrier(h C.hcclGoComm_t, stream C.int, out *C.hcclGoWork_t) (rc C.hcclGoResult_t) {
 	defer recoverPanic(&rc)
-	return issue(h, out, func(c *pgbackend.Communicator) (*streams.Work, error) {
-		return c.Barrier(int(stream))
+	return issueCall(h, out, func(c *pgbackend.Communicator) (pgbackend.Call, error) {
+		return c.BarrierCall(int(stream))
 	})
 }
 

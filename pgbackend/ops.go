@@ -20,51 +20,67 @@ import (
 
 // AllReduce reduces send across ranks into recv on every rank.
 func (c *Communicator) AllReduce(send, recv []byte, dt reduce.DType, op reduce.Op, preMul float64, stream int) (*streams.Work, error) {
+	return c.Submit(c.AllReduceCall(send, recv, dt, op, preMul, stream))
+}
+
+// AllReduceCall checks an all_reduce and makes its Call (see Submit and
+// RunNow; AllReduceNow is the fast lane of the small ones).
+func (c *Communicator) AllReduceCall(send, recv []byte, dt reduce.DType, op reduce.Op, preMul float64, stream int) (Call, error) {
 	if err := c.checkReduction("allreduce", dt, op, send, recv, len(send)); err != nil {
-		return nil, err
+		return Call{}, err
 	}
 	o, comp := c.pickAllReduce(stream, len(send), dt, op, c.options("allreduce", preMul))
-	return c.submitCollective(stream, reduction("allreduce", len(send), dt, op, -1).algo(o).compressed(comp), func(ctx context.Context, tag transport.Tag) error {
+	return Call{stream, reduction("allreduce", len(send), dt, op, -1).algo(o).compressed(comp), func(ctx context.Context, tag transport.Tag) error {
 		if a := c.arenaFor(stream, o); a != nil {
 			return intra.AllReduceWith(ctx, a, c.singleCopy[stream], uint64(tag), send, recv, dt, op, preMul)
 		}
 		return c.allReduce(ctx, stream, tag, send, recv, dt, op, comp, o)
-	})
+	}}, nil
 }
 
 // Broadcast copies root's send into recv on every rank.
 func (c *Communicator) Broadcast(send, recv []byte, root, stream int) (*streams.Work, error) {
+	return c.Submit(c.BroadcastCall(send, recv, root, stream))
+}
+
+// BroadcastCall checks a broadcast and makes its Call (see Submit and RunNow).
+func (c *Communicator) BroadcastCall(send, recv []byte, root, stream int) (Call, error) {
 	if err := c.checkRoot("broadcast", root); err != nil {
-		return nil, err
+		return Call{}, err
 	}
 	if c.rank == root && len(send) != len(recv) {
-		return nil, c.invalid("broadcast", "send has %d bytes, recv %d", len(send), len(recv))
+		return Call{}, c.invalid("broadcast", "send has %d bytes, recv %d", len(send), len(recv))
 	}
 	o := c.pick(stream, topo.OpBroadcast, len(recv), c.options("broadcast", 0), broadcastAlgos)
-	return c.submitCollective(stream, movement("broadcast", len(recv), root).algo(o), func(ctx context.Context, tag transport.Tag) error {
+	return Call{stream, movement("broadcast", len(recv), root).algo(o), func(ctx context.Context, tag transport.Tag) error {
 		if a := c.arenaFor(stream, o); a != nil {
 			return intra.Broadcast(ctx, a, uint64(tag), send, recv, root)
 		}
 		return c.broadcast(ctx, stream, tag, send, recv, root, o)
-	})
+	}}, nil
 }
 
 // Reduce reduces send across ranks into recv on root (recv unused elsewhere).
 func (c *Communicator) Reduce(send, recv []byte, dt reduce.DType, op reduce.Op, preMul float64, root, stream int) (*streams.Work, error) {
+	return c.Submit(c.ReduceCall(send, recv, dt, op, preMul, root, stream))
+}
+
+// ReduceCall checks a reduce and makes its Call (see Submit and RunNow).
+func (c *Communicator) ReduceCall(send, recv []byte, dt reduce.DType, op reduce.Op, preMul float64, root, stream int) (Call, error) {
 	if err := c.checkRoot("reduce", root); err != nil {
-		return nil, err
+		return Call{}, err
 	}
 	want := len(send)
 	if c.rank != root {
 		recv = nil
 	} else if err := c.checkReduction("reduce", dt, op, send, recv, want); err != nil {
-		return nil, err
+		return Call{}, err
 	}
 	if err := c.checkReduction("reduce", dt, op, send, send, want); err != nil {
-		return nil, err
+		return Call{}, err
 	}
 	o := c.pickReduce(stream, c.options("reduce", preMul))
-	return c.submitCollective(stream, reduction("reduce", len(send), dt, op, root).algo(o), func(ctx context.Context, tag transport.Tag) error {
+	return Call{stream, reduction("reduce", len(send), dt, op, root).algo(o), func(ctx context.Context, tag transport.Tag) error {
 		if a := c.arenaFor(stream, o); a != nil {
 			return intra.Reduce(ctx, a, uint64(tag), send, recv, dt, op, preMul, root)
 		}
@@ -72,21 +88,26 @@ func (c *Communicator) Reduce(send, recv []byte, dt reduce.DType, op reduce.Op, 
 			return c.hiers[stream].Reduce(ctx, tag, send, recv, dt, op, preMul, root, o)
 		}
 		return collectives.Reduce(ctx, c.ep, tag, send, recv, dt, op, root, o)
-	})
+	}}, nil
 }
 
 // AllGather concatenates every rank's send, in rank order, into recv.
 func (c *Communicator) AllGather(send, recv []byte, stream int) (*streams.Work, error) {
+	return c.Submit(c.AllGatherCall(send, recv, stream))
+}
+
+// AllGatherCall checks a all_gather and makes its Call (see Submit and RunNow).
+func (c *Communicator) AllGatherCall(send, recv []byte, stream int) (Call, error) {
 	if len(recv) != c.size*len(send) {
-		return nil, c.invalid("allgather", "recv has %d bytes, want %d ranks x %d", len(recv), c.size, len(send))
+		return Call{}, c.invalid("allgather", "recv has %d bytes, want %d ranks x %d", len(recv), c.size, len(send))
 	}
 	o := c.pick(stream, topo.OpAllGather, len(recv), c.options("allgather", 0), movementAlgos)
-	return c.submitCollective(stream, movement("allgather", len(recv), -1).algo(o), func(ctx context.Context, tag transport.Tag) error {
+	return Call{stream, movement("allgather", len(recv), -1).algo(o), func(ctx context.Context, tag transport.Tag) error {
 		if a := c.arenaFor(stream, o); a != nil {
 			return intra.AllGather(ctx, a, uint64(tag), send, recv)
 		}
 		return c.allGather(ctx, stream, tag, send, recv, o)
-	})
+	}}, nil
 }
 
 // AllGatherV is AllGather with counts[i] bytes from rank i.
@@ -108,19 +129,24 @@ func (c *Communicator) AllGatherV(send, recv []byte, counts []int, stream int) (
 // ReduceScatter reduces send (size blocks of len(recv)) and leaves block
 // rank in recv.
 func (c *Communicator) ReduceScatter(send, recv []byte, dt reduce.DType, op reduce.Op, preMul float64, stream int) (*streams.Work, error) {
+	return c.Submit(c.ReduceScatterCall(send, recv, dt, op, preMul, stream))
+}
+
+// ReduceScatterCall checks a reduce_scatter and makes its Call (see Submit and RunNow).
+func (c *Communicator) ReduceScatterCall(send, recv []byte, dt reduce.DType, op reduce.Op, preMul float64, stream int) (Call, error) {
 	if err := c.checkReduction("reducescatter", dt, op, recv, recv, len(recv)); err != nil {
-		return nil, err
+		return Call{}, err
 	}
 	if len(send) != c.size*len(recv) {
-		return nil, c.invalid("reducescatter", "send has %d bytes, want %d ranks x %d", len(send), c.size, len(recv))
+		return Call{}, c.invalid("reducescatter", "send has %d bytes, want %d ranks x %d", len(send), c.size, len(recv))
 	}
 	o := c.pick(stream, topo.OpReduceScatter, len(send), c.options("reducescatter", preMul), movementAlgos)
-	return c.submitCollective(stream, reduction("reducescatter", len(send), dt, op, -1).algo(o), func(ctx context.Context, tag transport.Tag) error {
+	return Call{stream, reduction("reducescatter", len(send), dt, op, -1).algo(o), func(ctx context.Context, tag transport.Tag) error {
 		if a := c.arenaFor(stream, o); a != nil {
 			return intra.ReduceScatter(ctx, a, uint64(tag), send, recv, dt, op, preMul)
 		}
 		return c.reduceScatter(ctx, stream, tag, send, recv, dt, op, o)
-	})
+	}}, nil
 }
 
 // ReduceScatterV is ReduceScatter with counts[i] ELEMENTS for rank i.
@@ -146,21 +172,26 @@ func (c *Communicator) ReduceScatterV(send, recv []byte, counts []int, dt reduce
 // AllToAllV sends send[sendDispls[i]:+sendCounts[i]] to rank i and receives
 // rank i's block into recv[recvDispls[i]:+recvCounts[i]] (all in bytes).
 func (c *Communicator) AllToAllV(send []byte, sendCounts, sendDispls []int, recv []byte, recvCounts, recvDispls []int, stream int) (*streams.Work, error) {
+	return c.Submit(c.AllToAllVCall(send, sendCounts, sendDispls, recv, recvCounts, recvDispls, stream))
+}
+
+// AllToAllVCall checks a all_to_all and makes its Call (see Submit and RunNow).
+func (c *Communicator) AllToAllVCall(send []byte, sendCounts, sendDispls []int, recv []byte, recvCounts, recvDispls []int, stream int) (Call, error) {
 	if err := c.checkBlocks("alltoallv", "send", len(send), sendCounts, sendDispls); err != nil {
-		return nil, err
+		return Call{}, err
 	}
 	if err := c.checkBlocks("alltoallv", "recv", len(recv), recvCounts, recvDispls); err != nil {
-		return nil, err
+		return Call{}, err
 	}
 	clone := func(s []int) []int { return append([]int(nil), s...) }
 	sc, sd, rc, rd := clone(sendCounts), clone(sendDispls), clone(recvCounts), clone(recvDispls)
 	o := c.options("alltoall", 0)
-	return c.submitCollective(stream, movement("alltoallv", len(send), -1).algo(o), func(ctx context.Context, tag transport.Tag) error {
+	return Call{stream, movement("alltoallv", len(send), -1).algo(o), func(ctx context.Context, tag transport.Tag) error {
 		if a := c.arenaFor(stream, o); a != nil {
 			return intra.AllToAllV(ctx, a, uint64(tag), send, sc, sd, recv, rc, rd)
 		}
 		return collectives.AllToAllV(ctx, c.ep, tag, send, sc, sd, recv, rc, rd, o)
-	})
+	}}, nil
 }
 
 // Gather concatenates every rank's send into recv on root.
@@ -193,13 +224,18 @@ func (c *Communicator) Scatter(send, recv []byte, root, stream int) (*streams.Wo
 
 // Barrier completes on each rank once every rank has entered it.
 func (c *Communicator) Barrier(stream int) (*streams.Work, error) {
+	return c.Submit(c.BarrierCall(stream))
+}
+
+// BarrierCall checks a barrier and makes its Call (see Submit and RunNow).
+func (c *Communicator) BarrierCall(stream int) (Call, error) {
 	o := c.options("barrier", 0)
-	return c.submitCollective(stream, movement("barrier", 0, -1).algo(o), func(ctx context.Context, tag transport.Tag) error {
+	return Call{stream, movement("barrier", 0, -1).algo(o), func(ctx context.Context, tag transport.Tag) error {
 		if a := c.arenaFor(stream, o); a != nil {
 			return intra.Barrier(ctx, a, uint64(tag))
 		}
 		return collectives.Barrier(ctx, c.ep, tag)
-	})
+	}}, nil
 }
 
 // arenaFor returns the stream's shared-memory arena when the op should run
