@@ -18,13 +18,16 @@ import (
 // usable. send and recv may overlap (send is then copied first).
 //
 // Rounds: each rank publishes, for every peer, the next chunk of the block
-// for it, with a header of chunk lengths and a "more" flag (round 0 also
-// carries all its send and receive counts); after the post it copies its
-// own block; then it copies the chunks meant for it. Round 0 goes through
-// the inline slots (a small exchange is one cache-line-sized round), later
-// rounds through the data halves. The exchange ends after the first round
-// in which no rank set "more". Per rank and byte it sends or receives: read
-// 1 and write 1 on each side (own block: 1 and 1).
+// for it (up to copyBytes), with a header of chunk lengths and a "more"
+// flag (round 0 also carries all its send and receive counts); after the
+// post it copies its own block; then it copies the chunks meant for it.
+// Round 0's header goes through the inline slot, with each chunk that fits
+// an inline slot beside it (a small exchange is one cache-line-sized
+// round) and each larger one in the data half, so that a block of up to
+// copyBytes moves in one round whatever the others' sizes; later rounds go
+// through the data halves. The exchange ends after the first round in which
+// no rank set "more". Per rank and byte it sends or receives: read 1 and
+// write 1 on each side (own block: 1 and 1).
 func AllToAllV(ctx context.Context, a *arena.Arena, seq uint64, send []byte, sendCounts, sendDispls []int, recv []byte, recvCounts, recvDispls []int) error {
 	if err := checkAllToAllV(a, send, sendCounts, sendDispls, recv, recvCounts, recvDispls); err != nil {
 		return wrapOp("alltoallv", a, seq, err)
@@ -131,30 +134,25 @@ func slotBytes(capacity, p int) int {
 // peer's (the data was then not copied), err a failed wait.
 func (x exchange) rounds(ctx context.Context, a *arena.Arena, t tuning) (mismatch, err error) {
 	me, p := a.Index(), a.Size()
-	hdr := headerBytes(p)
-	inlineSlot := slotBytes(a.InlineBytes(), p)
-	halfSlot := slotBytes(min(a.HalfBytes(), hdr+p*t.copyBytes), p)
-	if halfSlot == 0 {
+	l := roundLayout{hdr: headerBytes(p), inlineSlot: slotBytes(a.InlineBytes(), p)}
+	l.halfSlot = slotBytes(min(a.HalfBytes(), l.hdr+p*t.copyBytes), p)
+	if l.halfSlot == 0 {
 		return nil, fmt.Errorf("data half of %d bytes too small for an exchange among %d ranks", a.HalfBytes(), p)
 	}
 	sent := make([]int, p) // bytes of the block for j published so far
 	got := make([]int, p)  // bytes of the block from j received so far
 	for k := 0; ; k++ {
-		inline := k == 0 && inlineSlot > 0
-		slot := halfSlot
-		if inline {
-			slot = inlineSlot
-		}
+		inline := k == 0 && l.inlineSlot > 0
 		e := a.Next()
 		buf := x.buffer(a, me, e, inline)
 		more := false
 		for j := range p {
 			c := 0
 			if j != me {
-				c = min(slot, x.sendCounts[j]-sent[j])
-				copy(buf[hdr+j*slot:][:c], x.send[x.sendDispls[j]+sent[j]:][:c])
+				c = min(l.halfSlot, x.sendCounts[j]-sent[j])
+				copy(l.chunk(a, me, e, inline, j, c), x.send[x.sendDispls[j]+sent[j]:][:c])
 				sent[j] += c
-				more = more || sent[j] < x.sendCounts[j] || got[j]+min(slot, x.recvCounts[j]-got[j]) < x.recvCounts[j]
+				more = more || sent[j] < x.sendCounts[j] || got[j]+min(l.halfSlot, x.recvCounts[j]-got[j]) < x.recvCounts[j]
 			}
 			putHeaderWord(buf, chunkWord(j), c)
 			if k == 0 {
@@ -183,7 +181,7 @@ func (x exchange) rounds(ctx context.Context, a *arena.Arena, t tuning) (mismatc
 				continue
 			}
 			c := headerWord(in, chunkWord(me))
-			want := min(slot, x.recvCounts[j]-got[j])
+			want := min(l.halfSlot, x.recvCounts[j]-got[j])
 			if c != want { // cannot happen once checkCounts passed
 				if mismatch == nil {
 					mismatch = args.Invalidf("rank %d sends %d bytes in round %d, this rank expects %d (recvCounts[%d] = %d disagrees with that rank's sendCounts)",
@@ -191,13 +189,31 @@ func (x exchange) rounds(ctx context.Context, a *arena.Arena, t tuning) (mismatc
 				}
 				c = 0 // keep to the protocol, move no data
 			}
-			copy(x.recv[x.recvDispls[j]+got[j]:][:c], in[hdr+me*slot:][:c])
+			copy(x.recv[x.recvDispls[j]+got[j]:][:c], l.chunk(a, j, e, inline, me, c))
 			got[j] += want
 		}
 		if !anyMore {
 			return mismatch, nil
 		}
 	}
+}
+
+// roundLayout is where a round's header and chunks lie: the header first,
+// then a slot per destination, inlineSlot bytes each in an inline slot,
+// halfSlot bytes each in a data half.
+type roundLayout struct {
+	hdr, inlineSlot, halfSlot int
+}
+
+// chunk is where rank r's chunk of c bytes for destination j lies in
+// epoch e: in the inline slot when the round's header is there (inline)
+// and c fits a slot of it, else in the data half. Sender and receiver
+// both know c (the header holds it), so they agree.
+func (l roundLayout) chunk(a *arena.Arena, r int, e uint64, inline bool, j, c int) []byte {
+	if inline && c <= l.inlineSlot {
+		return a.Inline(r, e)[l.hdr+j*l.inlineSlot:][:c]
+	}
+	return a.Half(r, e)[l.hdr+j*l.halfSlot:][:c]
 }
 
 // checkCounts compares, for every ordered pair of ranks, the bytes the

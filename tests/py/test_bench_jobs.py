@@ -18,7 +18,14 @@ from torch_hccl_go.bench.jobs import JobSpec, run_job
 from torch_hccl_go.bench.report import in_report_order
 from torch_hccl_go.bench.report_jobs import print_run_order, print_spread
 from torch_hccl_go.bench.results import NOT_AVAILABLE, OK, Result
-from torch_hccl_go.bench.spread import SLOW_FACTOR, SLOW_HANDOFF, slow_jobs, spreads, summary_results
+from torch_hccl_go.bench.spread import (
+    SLOW_FACTOR,
+    SLOW_HANDOFF,
+    fast_state_job_results,
+    slow_jobs,
+    spreads,
+    summary_results,
+)
 
 
 def result(backend: str, size: int, us: float | None, op: str = "all_reduce", **kw) -> Result:
@@ -114,6 +121,20 @@ def test_batches_in_the_machine_slow_state_are_left_out_of_the_fast_state_spread
     text = out.getvalue()
     assert "24%  1 of 6: job 3 (710.0)" in text
     assert "# hccl_go: slow in the machine's fast cross-CPU state: 1 of 7 (job 3 at 1 of 1 cases" in text
+
+
+def test_fast_state_summary_keeps_only_the_fast_batches_of_each_job():
+    fast_job = with_handoff(result("hccl_go", 8, 10.0), [80.0, 82.0, 81.0, 83.0])
+    mixed = result("hccl_go", 8, 10.0)
+    mixed.batch_times = [40e-6, 12e-6, 12e-6]
+    with_handoff(mixed, [300.0, 300.0, 81.0, 82.0])  # batch 0 and 1 framed by a slow reading
+    all_slow = with_handoff(result("hccl_go", 8, 50.0), [300.0] * 4)
+    rows = fast_state_job_results([(1, fast_job), (2, mixed), (3, all_slow)])
+    assert [job for job, _ in rows] == [1, 2]  # job 3 had no batch in the fast state
+    assert rows[1][1].batch_times == [12e-6]
+    (summary,) = summary_results(rows)
+    assert summary.time_us == pytest.approx(11.0)  # median of the jobs' 10 and 12
+    assert fast_state_job_results([(1, result("hccl_go", 8, 10.0))]) == []
 
 
 def test_without_handoff_readings_there_is_no_fast_state_report():
@@ -292,3 +313,7 @@ def test_bench_jobs_short_run(tmp_path):
     assert "# hccl_go: slow in the machine's fast cross-CPU state:" in p.stdout
     assert "# slow jobs by their place in the run of 4:" in p.stdout
     assert "ratio = time / hccl_go's time" in p.stdout
+    # the side-by-side table over the fast state follows whenever a batch ran in it
+    job_rows = [(j["number"], Result.from_json(r)) for j in doc["jobs"] for r in j["results"]]
+    fast_table = "over the batches in the machine's fast cross-CPU state, median over 2 jobs" in p.stdout
+    assert fast_table == bool(fast_state_job_results(job_rows))

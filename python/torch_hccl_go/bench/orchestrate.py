@@ -24,7 +24,7 @@ from .report import exit_code, in_report_order, print_report
 from .report_history import print_history
 from .report_jobs import print_run_order, print_spread
 from .schedule import Schedule, job_time_limit, schedule
-from .spread import spreads, summary_results
+from .spread import fast_state_job_results, spreads, summary_results
 
 
 def orchestrate(cfg: BenchConfig) -> int:
@@ -57,6 +57,10 @@ def orchestrate(cfg: BenchConfig) -> int:
         print_run_order(spread, [(run.spec.name, run.spec.number) for run in runs], sys.stdout)
         what = f"median over {cfg.jobs} jobs of each job's median time"
     print_compare(summary, names, sys.stdout, what)
+    fast = fast_state_job_results(job_results) if cfg.jobs is not None else []
+    if fast:
+        what = f"over the batches in the machine's fast cross-CPU state, median over {cfg.jobs} jobs"
+        print_compare(in_report_order(summary_results(fast), cfg.ops, names), names, sys.stdout, what)
     if cfg.history:
         print_history(summary, names, sys.stdout, "" if cfg.jobs is None else f" (medians over {cfg.jobs} jobs)")
     if cfg.json_path:

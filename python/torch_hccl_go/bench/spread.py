@@ -179,6 +179,24 @@ def slow_jobs(
     return out
 
 
+def fast_state_job_results(job_results: Iterable[JobResult]) -> list[JobResult]:
+    """job_results with each timed result cut to its batches in the machine's fast state
+    (a result with none left out); empty when the run has no hand-off readings."""
+    job_results = list(job_results)
+    threshold = slow_handoff_ns(job_results)
+    if threshold is None:
+        return []
+    out = []
+    for job, r in job_results:
+        if not r.ok:
+            out.append((job, r))
+            continue
+        fast, _ = r.batches_in_state(threshold)
+        if fast:
+            out.append((job, replace(r, batch_times=fast, handoff_ns=[])))
+    return out
+
+
 def summary_results(job_results: Iterable[JobResult]) -> list[Result]:
     """One Result per backend and case that stands for all of its jobs, for the tables and
     plots that take Results: its batch_times are the per-job medians (so its time is the
