@@ -45,7 +45,7 @@ func (r *reduction) rsag(ctx context.Context, send, recv []byte, root int) error
 	a := r.a
 	me, p := a.Index(), a.Size()
 	es := r.dt.Size()
-	slot := alignDown(min(r.t.rsagSlice(), a.HalfBytes()/(p+1)), lineBytes)
+	slot := alignDown(min(r.t.rsagSlice(p), a.HalfBytes()/(p+1)), lineBytes)
 	w := windows{elems: len(send) / es, es: es, p: p, per: slot / es}
 	res := p * slot // offset of the result slot in a half
 	// PreMulSum reduces scaled inputs: the own one is published too.

@@ -6,10 +6,12 @@ type tuning struct {
 	// oneShotMax: AllReduce and Reduce payloads up to this many bytes, at
 	// p = 2, use one-shot (every rank publishes all, reduces all) rather
 	// than the reduce-scatter/all-gather pipeline; at p ranks the limit is
-	// oneShotMax/(p-1), as one-shot reduces p-1 times as much. 512 KiB:
-	// at 1 MiB one-shot's working set (4 MiB a rank) outgrows the L2
-	// caches and the pipeline is 3x as fast (through torch, 1 MiB 97-101
-	// against 312-328 µs).
+	// oneShotMax/(p-1), as one-shot reduces p-1 times as much. 256 KiB,
+	// with the pipeline's 512 KiB slices, jobs interleaved and compared
+	// over the VM's fast cross-CPU state (through torch): at 512 KiB the
+	// pipeline took 58-73 µs against one-shot's 82-108, at 256 KiB 48-63
+	// against 46-62; at 1 MiB one-shot's working set (4 MiB a rank)
+	// outgrows the L2 caches.
 	oneShotMax int
 	// oneShotChunk: bytes per epoch of one-shot through the data halves
 	// (capped by the half).
@@ -19,11 +21,14 @@ type tuning struct {
 	// (capped by the data half).
 	sliceBytes int
 	// pipelineSlice: bytes of each rank's slice per round of the all_reduce
-	// and reduce pipeline (rsag.go), when > 0. Smaller than reduce_scatter's:
-	// a round of the pipeline keeps p+1 slots per half and the windows of
-	// send and recv in cache, where 128 KiB measured faster than 256 KiB
-	// (16 MiB 2.21 against 2.31 ms, 128 MiB 22.7-24.5 against 25.1-25.6 ms,
-	// in place), while reduce_scatter kept preferring 256 KiB.
+	// and reduce pipeline (rsag.go) at p = 2, when > 0; at p ranks
+	// pipelineSlice*2/p, so that a round's window of p slices stays 1 MiB
+	// (p = 8: 128 KiB). At p = 2, 512 KiB against 128 KiB, jobs
+	// interleaved and compared over the VM's fast cross-CPU state (through
+	// torch, in place): 1 MiB 60-77 against 119-145 µs, 4 MiB 233-272
+	// against 472-658, 16 MiB 1.5-2.6 against 2.7-3.3 ms, 64 MiB 7.4-8.7
+	// against 10.4-10.7 ms; 1 MiB slices lost from 2 MiB on (the p+1
+	// slots of a half then outgrow the caches).
 	pipelineSlice int
 	// copyBytes: bytes each rank publishes per round in the copy-only
 	// collectives (broadcast, all_gather, all_to_all), capped by the half.
@@ -44,10 +49,10 @@ type tuning struct {
 
 func defaultTuning() tuning {
 	return tuning{
-		oneShotMax:    512 << 10,
+		oneShotMax:    256 << 10,
 		oneShotChunk:  1 << 20,
 		sliceBytes:    256 << 10,
-		pipelineSlice: 128 << 10,
+		pipelineSlice: 512 << 10,
 		copyBytes:     1 << 20,
 
 		singleCopyMin:   256 << 10,
@@ -59,10 +64,10 @@ func defaultTuning() tuning {
 // oneShotLimit is the largest one-shot payload among p ranks.
 func (t tuning) oneShotLimit(p int) int { return t.oneShotMax / max(p-1, 1) }
 
-// rsagSlice is the slice of the all_reduce/reduce pipeline.
-func (t tuning) rsagSlice() int {
+// rsagSlice is the slice of the all_reduce/reduce pipeline among p ranks.
+func (t tuning) rsagSlice(p int) int {
 	if t.pipelineSlice > 0 {
-		return t.pipelineSlice
+		return max(t.pipelineSlice*2/max(p, 2), lineBytes)
 	}
 	return t.sliceBytes
 }
