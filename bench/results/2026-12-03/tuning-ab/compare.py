@@ -1,0 +1,22 @@
+import glob, json, statistics, collections, sys
+sys.path.insert(0, "/work/main/python")
+rows = collections.defaultdict(lambda: collections.defaultdict(list))
+allh = []
+docs = []
+for f in sorted(glob.glob("" + sys.argv[1] + "/k_*.json")):
+    v = f.split("_")[1]; d = json.load(open(f)); docs.append((v, d))
+    for r in d["results"]: allh += [x for x in r.get("handoff_ns", []) if x]
+thr = 2 * min(allh)
+for v, d in docs:
+    for r in d["results"]:
+        if r["status"] != "ok": continue
+        bt = r["batch_times_us"]; h = r["handoff_ns"]
+        fast = [t for k, t in enumerate(bt) if all(x is not None and x <= thr for x in h[k:k+2])]
+        rows[(r["op"], r["size"])][v].append((statistics.median(fast) if fast else None, r["time_us"], len(fast)/len(bt)))
+print(f"threshold {thr:.0f} ns")
+for k, vs in rows.items():
+    line=f"{k[0]:15s} {k[1]:>8d}"
+    for v in sorted(vs):
+        f=[x[0] for x in vs[v] if x[0]]
+        line+=f" | {v} {statistics.median(f) if f else float('nan'):8.1f} ({len(f)})"
+    print(line)
