@@ -24,7 +24,7 @@ import statistics
 import subprocess
 import sys
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import torch
 import torch.distributed as dist
@@ -103,7 +103,7 @@ def main() -> None:
     except OSError:
         commit = "?"
     header = {
-        "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "commit": commit,
         "cpus": os.cpu_count(),
         "torch": torch.__version__,

@@ -82,6 +82,10 @@ type Config struct {
 	// Unauthenticated accepts connections without a job secret (option
 	// auth=none only; secret.go).
 	Unauthenticated bool
+	// SplitGroups makes torch_hccl_go build a new group as a split of the
+	// default group's communicator (split.go) rather than connect it anew.
+	// The Python side reads it; the library only documents it.
+	SplitGroups bool
 }
 
 // Var documents one configuration variable.
@@ -147,6 +151,8 @@ var Vars = []Var{
 		func(c *Config, v string) error { return setInt(&c.StreamDepth, v, 1, 1<<20) }},
 	{"HCCL_GO_STREAM_DEFER_MS", "5", "Longest wait in ms of a ready op for a worker under HCCL_GO_STREAM_WORKERS; it then starts anyway, since ranks may start ops of different streams in different orders and a strict budget could deadlock.",
 		func(c *Config, v string) error { return setMillis(&c.StreamDefer, v) }},
+	{"HCCL_GO_SPLIT_GROUPS", "1", "`1`: torch_hccl_go builds a new group (`new_group`, `new_subgroups`, device meshes) as a split of the default group's communicator when that is an hccl_go one: it shares the default group's links and threads and costs no file descriptor or thread (see Groups); `0`: every group connects its own links. A group whose Options set `transport`, `socket_ifname`, `listen_addr` or `streams_per_peer` always connects its own.",
+		func(c *Config, v string) error { return setBool(&c.SplitGroups, v) }},
 }
 
 // DefaultConfig is the configuration with every variable at its default.

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from datetime import timedelta
 
+import torch
 import torch.distributed as dist
 import torch.distributed.distributed_c10d as c10d
 
@@ -31,6 +32,16 @@ def create_backend(dist_opts, pg_options) -> _C.HcclGoBackend:
         options += ";global_ranks=" + ",".join(str(r) for r in global_ranks)
     torch_recorder = _choose_flight_recorder()
     stream = resolve_stream(opts.stream)  # checked before the rendezvous
+    parent = _split_parent(global_ranks, size, opts)
+    if parent is not None:
+        # The default group's ranks are the global ranks: the members agree
+        # over its links (no store round); a group named alike on every member.
+        backend = _C.HcclGoBackend.split_from(
+            parent, rank, global_ranks, str(dist_opts.group_id), options, int(timeout.total_seconds() * 1000)
+        )
+        backend.stream = stream
+        backend.sync_returns_none = not torch_recorder
+        return backend
     peers = exchange(dist_opts.store, rank, size, options)
     backend = _C.HcclGoBackend(
         rank,
@@ -48,6 +59,36 @@ def create_backend(dist_opts, pg_options) -> _C.HcclGoBackend:
     # HcclGoBackend::syncReturnsNone.
     backend.sync_returns_none = not torch_recorder
     return backend
+
+
+# Options that concern a group's own links: a group that sets one connects its own.
+_LINK_OPTIONS = ("transport", "socket_ifname", "listen_addr", "streams_per_peer")
+
+
+def _split_parent(global_ranks: list[int], size: int, opts: Options):
+    """The backend a new group is split from: the default group's, when it is a live hccl_go
+    backend of this process, the group is a subgroup (global ranks known) and splitting is
+    on (HCCL_GO_SPLIT_GROUPS, Options(split_groups=...)). None: connect the group anew."""
+    if len(global_ranks) != size or size < 1 or not _split_enabled(opts):
+        return None
+    if any(getattr(opts, k) is not None or k in opts.extra for k in _LINK_OPTIONS):
+        return None
+    if not c10d.is_initialized():
+        return None
+    try:
+        parent = c10d._get_default_group()._get_backend(torch.device("cpu"))
+    except (RuntimeError, ValueError):
+        return None
+    if not isinstance(parent, _C.HcclGoBackend) or not parent.is_open:
+        return None
+    return parent
+
+
+def _split_enabled(opts: Options) -> bool:
+    if opts.split_groups is not None:
+        return bool(opts.split_groups)
+    value = opts.extra.get("split_groups", os.environ.get("HCCL_GO_SPLIT_GROUPS", "1"))
+    return str(value).strip().lower() not in ("0", "false", "off", "no")
 
 
 def register() -> None:
