@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/hccl-go/hccl-go/transport/sub"
@@ -55,10 +56,12 @@ type splitFamily struct {
 	live   map[int]*Communicator // by tag space
 	ever   map[int]bool          // spaces used since the root was made
 	closed bool                  // the root was destroyed
+	// attempts counts the agreements begun per member list (its digest).
+	attempts map[[32]byte]uint32
 }
 
 func newSplitFamily() *splitFamily {
-	return &splitFamily{live: map[int]*Communicator{}, ever: map[int]bool{}}
+	return &splitFamily{live: map[int]*Communicator{}, ever: map[int]bool{}, attempts: map[[32]byte]uint32{}}
 }
 
 // SplitInfo describes a split communicator (Info.Split).
@@ -149,7 +152,9 @@ func newSplit(root *Communicator, rootRanks []int, space int, cfg Config) (*Comm
 	var kinds, addrs []string
 	for _, r := range rootRanks {
 		if root.transports != nil {
-			kinds = append(kinds, root.transports[r])
+			// A split has no arena: the ranks of a host talk in messages
+			// over the shared-memory rings.
+			kinds = append(kinds, strings.TrimSuffix(root.transports[r], "+arena"))
 		}
 		if root.addrs != nil {
 			addrs = append(addrs, root.addrs[r])

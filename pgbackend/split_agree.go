@@ -15,20 +15,28 @@ import (
 
 // The split agreement: before a split exists, its members agree on its tag
 // space in one round over the root's links. Each member sends every other
-// member an offer: a digest of the split's name and of its member list, and
-// the tag spaces it has in use (its live splits of the same root) and has
-// ever used. The split takes the lowest space that no member has ever
-// used, else the lowest no member has in use. Every split sharing a link
-// with it has both ends of that link among its members, so no two live
-// splits that share a link share a space; a space is reused only once
+// member an offer: digests of the split's name and of its member list, how
+// many splits of that same member list this rank has made before (its
+// attempt), and the tag spaces it has in use (its live splits of the same
+// root) and has ever used. The split takes the lowest space that no member
+// has ever used, else the lowest no member has in use. Every split sharing
+// a link with it has both ends of that link among its members, so no two
+// live splits that share a link share a space; a space is reused only once
 // every space has been used, which keeps a destroyed split's unconsumed
 // messages away from its successors.
 //
-// Offers of another name are skipped: they are left over from an earlier
-// split that failed on their sender (whose members disagreed). Offers of
-// the same name with another member list fail the split on the spot,
-// naming the rank that disagrees; a member that never offers fails it
-// after the timeout, naming the ranks that did not join.
+// A member takes a peer's offer as the one for this split when its member
+// list and attempt are this rank's (members make their splits in the same
+// order, as torch requires, so the attempts agree even where torch's group
+// names do not: a group name counts every group a rank has made, and
+// split_group makes one on the parent's ranks only). An offer of the same
+// name with another member list or attempt fails the split on the spot,
+// naming the rank that disagrees. Any other offer is skipped, as are all
+// but the newest of the offers queued from one peer: they are left over
+// from earlier splits that failed on their sender (a sender is in one
+// agreement at a time, and waits in it for this rank's offer). A member
+// that never offers fails the split after the timeout, naming the ranks
+// that did not join.
 
 // Tag spaces of splits and of their agreement (transport/sub).
 const (
@@ -45,14 +53,15 @@ const (
 	splitOfferMagic = 0x50534748 // "HGSP"
 	splitBitmap     = numSplitSpaces / 8
 	// splitOfferSize: magic, name digest, members digest, member count,
-	// the spaces in use and the spaces ever used.
-	splitOfferSize = 4 + 32 + 32 + 4 + 2*splitBitmap
+	// attempt, the spaces in use and the spaces ever used.
+	splitOfferSize = 4 + 32 + 32 + 4 + 4 + 2*splitBitmap
 )
 
 // splitOffer is one member's offer.
 type splitOffer struct {
 	name, members [32]byte
 	count         uint32
+	attempt       uint32
 	live, ever    [splitBitmap]byte
 }
 
@@ -62,8 +71,9 @@ func (o *splitOffer) encode() []byte {
 	copy(b[4:], o.name[:])
 	copy(b[36:], o.members[:])
 	binary.LittleEndian.PutUint32(b[68:], o.count)
-	copy(b[72:], o.live[:])
-	copy(b[72+splitBitmap:], o.ever[:])
+	binary.LittleEndian.PutUint32(b[72:], o.attempt)
+	copy(b[76:], o.live[:])
+	copy(b[76+splitBitmap:], o.ever[:])
 	return b
 }
 
@@ -75,8 +85,9 @@ func decodeSplitOffer(b []byte) (splitOffer, error) {
 	copy(o.name[:], b[4:])
 	copy(o.members[:], b[36:])
 	o.count = binary.LittleEndian.Uint32(b[68:])
-	copy(o.live[:], b[72:])
-	copy(o.ever[:], b[72+splitBitmap:])
+	o.attempt = binary.LittleEndian.Uint32(b[72:])
+	copy(o.live[:], b[76:])
+	copy(o.ever[:], b[76+splitBitmap:])
 	return o, nil
 }
 
@@ -108,6 +119,7 @@ func (f *splitFamily) offer(name string, members []int) splitOffer {
 	o := splitOffer{name: sha256.Sum256([]byte(name)), members: membersDigest(members), count: uint32(len(members))}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	o.attempt = f.attempts[o.members]
 	for s := range f.live {
 		setSpace(&o.live, s)
 	}
@@ -186,7 +198,7 @@ func agreeSpace(ctx context.Context, root *Communicator, members []int, name str
 			}
 		})
 		recv.Go(func() {
-			o, err := receiveOffer(ctx, view, p, mine.name)
+			o, err := receiveOffer(ctx, view, p, &mine)
 			switch {
 			case err != nil:
 				if ctx.Err() == nil {
@@ -194,6 +206,8 @@ func agreeSpace(ctx context.Context, root *Communicator, members []int, name str
 				}
 			case o.members != mine.members:
 				failWith(fmt.Errorf("%w: parent rank %d lists %d members for this group, not the same as this rank's %d %v: every member must pass the same ranks, in the same order", ErrInvalidArgument, members[p], o.count, len(members), members))
+			case o.attempt != mine.attempt:
+				failWith(fmt.Errorf("%w: parent rank %d has begun %d groups of ranks %v before this one, this rank %d: every member must create its groups in the same order", ErrInvalidArgument, members[p], o.attempt, members, mine.attempt))
 			default:
 				mu.Lock()
 				offers[p], joined[p] = o, true
@@ -209,6 +223,10 @@ func agreeSpace(ctx context.Context, root *Communicator, members []int, name str
 		sends.Wait() // every offer arrived, so every send has returned or will at once
 		stop()
 		cancelSend()
+		fam := root.split.family
+		fam.mu.Lock()
+		fam.attempts[mine.members]++
+		fam.mu.Unlock()
 		return chooseSpace(offers)
 	}
 	go func() { // sends to members that never receive end at the timeout
@@ -234,19 +252,27 @@ func agreeSpace(ctx context.Context, root *Communicator, members []int, name str
 	return 0, fmt.Errorf("waiting for parent ranks %v: %w", missing, context.Cause(ctx))
 }
 
-// receiveOffer returns peer's offer for the split named by name, skipping
-// offers left over from earlier splits.
-func receiveOffer(ctx context.Context, view transport.Endpoint, peer int, name [32]byte) (splitOffer, error) {
+// receiveOffer returns peer's offer for the split mine is this rank's
+// offer for, or one of the same name that disagrees, skipping any other
+// and any with a newer one queued behind it (left over from earlier splits
+// that failed).
+func receiveOffer(ctx context.Context, view transport.Endpoint, peer int, mine *splitOffer) (splitOffer, error) {
 	buf := make([]byte, splitOfferSize)
+	q, _ := view.(transport.Queues)
 	for {
 		if err := view.Recv(ctx, peer, tagSplitOffer, buf); err != nil {
 			return splitOffer{}, err
+		}
+		if q != nil {
+			if _, arrived := q.Queued(peer, tagSplitOffer); arrived > 0 {
+				continue // a newer offer is queued: this one is left over
+			}
 		}
 		o, err := decodeSplitOffer(buf)
 		if err != nil {
 			return splitOffer{}, err
 		}
-		if o.name == name {
+		if (o.members == mine.members && o.attempt == mine.attempt) || o.name == mine.name {
 			return o, nil
 		}
 	}

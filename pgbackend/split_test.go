@@ -272,3 +272,23 @@ func TestSplitRootFailure(t *testing.T) {
 	}
 	require.ErrorIs(t, err, ErrAborted)
 }
+
+// TestSplitNamesMayDiffer: members that name the same split differently (a
+// group name counts every group a rank made, so torch's names drift apart
+// after a split_group of some ranks) still agree on it: same ranks, same
+// number of splits of those ranks before.
+func TestSplitNamesMayDiffer(t *testing.T) {
+	parents := newComms(t, 3, testConfig())
+	kids := make([]*Communicator, 3)
+	eachRank(parents, func(p *Communicator) {
+		var err error
+		kids[p.Rank()], err = p.Split(context.Background(), fmt.Sprintf("name-%d", p.Rank()), []int{0, 1, 2}, testConfig())
+		require.NoError(t, err)
+	})
+	t.Cleanup(func() {
+		for _, k := range kids {
+			_ = k.Destroy()
+		}
+	})
+	allReduceRanks(t, kids)
+}
