@@ -16,8 +16,8 @@ import (
 // The split agreement: before a split exists, its members agree on its tag
 // space in one round over the root's links. Each member sends every other
 // member an offer: digests of the split's name and of its member list, how
-// many splits of that same member list this rank has made before (its
-// attempt), and the tag spaces it has in use (its live splits of the same
+// many splits of that same member list this rank has begun before (its
+// attempt, counted whether they succeeded or not), and the tag spaces it has in use (its live splits of the same
 // root) and has ever used. The split takes the lowest space that no member
 // has ever used, else the lowest no member has in use. Every split sharing
 // a link with it has both ends of that link among its members, so no two
@@ -31,12 +31,12 @@ import (
 // names do not: a group name counts every group a rank has made, and
 // split_group makes one on the parent's ranks only). An offer of the same
 // name with another member list or attempt fails the split on the spot,
-// naming the rank that disagrees. Any other offer is skipped, as are all
-// but the newest of the offers queued from one peer: they are left over
-// from earlier splits that failed on their sender (a sender is in one
-// agreement at a time, and waits in it for this rank's offer). A member
-// that never offers fails the split after the timeout, naming the ranks
-// that did not join.
+// naming the rank that disagrees. Any other offer is skipped: one left over
+// from an earlier split that failed on its sender. A member that never
+// offers fails the split after the timeout, naming the ranks that did not
+// join. After ranks disagreed on a member list, their attempts at that list
+// differ, and a later split of the same ranks fails on them with a message
+// that says so, rather than pairing with an offer left over.
 
 // Tag spaces of splits and of their agreement (transport/sub).
 const (
@@ -114,12 +114,14 @@ func membersDigest(ranks []int) [32]byte {
 	return d
 }
 
-// offer is this rank's offer for a split of root's ranks members.
+// offer is this rank's offer for a split of root's ranks members; it
+// counts the attempt, whatever its outcome.
 func (f *splitFamily) offer(name string, members []int) splitOffer {
 	o := splitOffer{name: sha256.Sum256([]byte(name)), members: membersDigest(members), count: uint32(len(members))}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	o.attempt = f.attempts[o.members]
+	f.attempts[o.members]++
 	for s := range f.live {
 		setSpace(&o.live, s)
 	}
@@ -223,10 +225,6 @@ func agreeSpace(ctx context.Context, root *Communicator, members []int, name str
 		sends.Wait() // every offer arrived, so every send has returned or will at once
 		stop()
 		cancelSend()
-		fam := root.split.family
-		fam.mu.Lock()
-		fam.attempts[mine.members]++
-		fam.mu.Unlock()
 		return chooseSpace(offers)
 	}
 	go func() { // sends to members that never receive end at the timeout
@@ -254,19 +252,12 @@ func agreeSpace(ctx context.Context, root *Communicator, members []int, name str
 
 // receiveOffer returns peer's offer for the split mine is this rank's
 // offer for, or one of the same name that disagrees, skipping any other
-// and any with a newer one queued behind it (left over from earlier splits
-// that failed).
+// (left over from earlier splits that failed).
 func receiveOffer(ctx context.Context, view transport.Endpoint, peer int, mine *splitOffer) (splitOffer, error) {
 	buf := make([]byte, splitOfferSize)
-	q, _ := view.(transport.Queues)
 	for {
 		if err := view.Recv(ctx, peer, tagSplitOffer, buf); err != nil {
 			return splitOffer{}, err
-		}
-		if q != nil {
-			if _, arrived := q.Queued(peer, tagSplitOffer); arrived > 0 {
-				continue // a newer offer is queued: this one is left over
-			}
 		}
 		o, err := decodeSplitOffer(buf)
 		if err != nil {

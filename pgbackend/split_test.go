@@ -157,7 +157,7 @@ func TestSplitBadInput(t *testing.T) {
 	t.Run("member missing", func(t *testing.T) {
 		errs := make([]error, 2)
 		eachRank(parents[:2], func(p *Communicator) {
-			_, errs[p.Rank()] = p.Split(context.Background(), "missing", []int{0, 1, 2}, cfg)
+			_, errs[p.Rank()] = p.Split(context.Background(), "missing", []int{1, 0, 2}, cfg)
 		})
 		for r, err := range errs {
 			require.ErrorIs(t, err, ErrTimeout, "rank %d", r)
@@ -171,10 +171,20 @@ func TestSplitBadInput(t *testing.T) {
 		}
 	})
 	// Rank 2 meets the offers the failed splits left behind (of other
-	// names) and skips them.
+	// names and lists) and skips them.
 	allReduceRanks(t, parents)
-	g := splitAll(t, parents, "after", []int{0, 1, 2}, testConfig())
+	g := splitAll(t, parents, "after", []int{2, 0, 1}, testConfig())
 	allReduceRanks(t, members(g))
+	// Ranks 0 and 1 tried [1 0 2] without rank 2: a split of those ranks
+	// now fails on rank 2 and on the ranks it meets, saying why.
+	errs := make([]error, 3)
+	eachRank(parents, func(p *Communicator) {
+		_, errs[p.Rank()] = p.Split(context.Background(), "again", []int{1, 0, 2}, cfg)
+	})
+	for r, err := range errs {
+		require.ErrorIs(t, err, ErrInvalidArgument, "rank %d", r)
+		assert.ErrorContains(t, err, "in the same order", "rank %d", r)
+	}
 }
 
 // TestSplitParentDestroyed: destroying the root fails its live splits'

@@ -140,7 +140,13 @@ def check_split_group(ctx) -> None:
     for ranks in ([0, 1], [3, 2]):
         _check_against_gloo(ctx, split if ctx.rank in ranks else None, ranks, f"split_group {ranks}")
     outer = dist.new_group([0, 1, 2])
-    inner = dist.split_group(outer, split_ranks=[[2, 0]]) if ctx.rank in (0, 1, 2) else None
+    if ctx.rank in (0, 1, 2):
+        inner = dist.split_group(outer, split_ranks=[[2, 0]])
+    else:
+        # torch counts the groups each rank makes into their names, and only the parent's
+        # ranks call split_group: catch up, or later groups (gloo's too) are named apart.
+        inner = None
+        dist.distributed_c10d._world.group_count += 1
     _check_against_gloo(ctx, inner if ctx.rank in (0, 2) else None, [2, 0], "split_group of a split")
 
 
