@@ -10,8 +10,9 @@ only, non-members calling too), runs one all_reduce on each, and reads /proc/sel
 time of new_group + first op on rank 0 (each group creation ends with a barrier on the
 default group, so ranks start the next one together), and the fds and threads per extra
 group (growth from the first group to the last, divided by the groups in between), the
-largest over ranks. HCCL_GO_SPLIT_GROUPS=0 in the environment measures hccl_go's groups
-connected from scratch.
+largest over ranks; then the time of a 64-byte all_reduce on the default group and on the last
+group (rank 0, mean of 200). HCCL_GO_SPLIT_GROUPS=0 in the environment measures hccl_go's
+groups connected from scratch.
 """
 
 from __future__ import annotations
@@ -52,9 +53,20 @@ def _worker(rank: int, world: int, port: int, backend: str, groups: int, out: st
             dist.all_reduce(t, group=g)
         times.append(time.perf_counter() - start)
         counts.append(_counts())
+    # Small all_reduce latency on the last group against the default group.
+    lat = {}
+    for name, group in (("default", None), ("group", g)):
+        dist.barrier()
+        if group is None or rank in members:
+            for _ in range(20):
+                dist.all_reduce(t, group=group)
+            start = time.perf_counter()
+            for _ in range(200):
+                dist.all_reduce(t, group=group)
+            lat[name] = (time.perf_counter() - start) / 200
     dist.barrier()
     with open(f"{out}.{rank}", "w") as f:
-        json.dump({"times": times, "counts": counts, "member": rank in members}, f)
+        json.dump({"times": times, "counts": counts, "member": rank in members, "lat": lat}, f)
     dist.destroy_process_group()
 
 
@@ -87,6 +99,8 @@ def measure(backend: str, world: int, groups: int, tmp: str) -> dict:
         "threads_per_extra_group": round(threads, 2),
         "fds_after_last_group": max(d["counts"][last][0] for d in ranks),
         "threads_after_last_group": max(d["counts"][last][1] for d in ranks),
+        "allreduce_64B_us_default_group": round(ranks[0]["lat"]["default"] * 1e6, 1),
+        "allreduce_64B_us_new_group": round(ranks[0]["lat"]["group"] * 1e6, 1),
     }
 
 
