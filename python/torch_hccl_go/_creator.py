@@ -69,9 +69,7 @@ def _split_parent(global_ranks: list[int], size: int, opts: Options):
     """The backend a new group is split from: the default group's, when it is a live hccl_go
     backend of this process, the group is a subgroup (global ranks known) and splitting is
     on (HCCL_GO_SPLIT_GROUPS, Options(split_groups=...)). None: connect the group anew."""
-    if len(global_ranks) != size or size < 1 or not _split_enabled(opts):
-        return None
-    if any(getattr(opts, k) is not None or k in opts.extra for k in _LINK_OPTIONS):
+    if len(global_ranks) != size or size < 1 or not _split_enabled(opts) or _wants_own_links(opts):
         return None
     if not c10d.is_initialized():
         return None
@@ -82,6 +80,10 @@ def _split_parent(global_ranks: list[int], size: int, opts: Options):
     if not isinstance(parent, _C.HcclGoBackend) or not parent.is_open:
         return None
     return parent
+
+
+def _wants_own_links(opts: Options) -> bool:
+    return any(getattr(opts, k) is not None or k in opts.extra for k in _LINK_OPTIONS)
 
 
 def _split_enabled(opts: Options) -> bool:

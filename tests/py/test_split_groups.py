@@ -20,3 +20,40 @@ def test_split_groups(check: str) -> None:
     values = assert_check_passed(split_job, WORLD, check, timeout=600)
     if values[0]:
         print(values)
+
+
+@pytest.mark.parametrize(
+    ("env", "fields", "want"),
+    [
+        (None, {}, True),
+        ("0", {}, False),
+        ("1", {"split_groups": False}, False),
+        ("0", {"split_groups": True}, True),
+        (None, {"extra": {"split_groups": "0"}}, False),
+    ],
+)
+def test_split_setting(monkeypatch, env, fields, want) -> None:
+    """HCCL_GO_SPLIT_GROUPS, overridden by Options(split_groups=...) (or its extra key)."""
+    from torch_hccl_go import Options
+    from torch_hccl_go._creator import _split_enabled
+
+    if env is None:
+        monkeypatch.delenv("HCCL_GO_SPLIT_GROUPS", raising=False)
+    else:
+        monkeypatch.setenv("HCCL_GO_SPLIT_GROUPS", env)
+    assert _split_enabled(Options(**fields)) is want
+
+
+@pytest.mark.parametrize("field", ["transport", "socket_ifname", "listen_addr", "streams_per_peer", None])
+def test_link_options_connect_anew(field) -> None:
+    """A group whose Options concern its own links is never a split; other options are."""
+    from torch_hccl_go import Options
+    from torch_hccl_go._creator import _split_parent, _wants_own_links
+
+    if field is None:
+        assert not _wants_own_links(Options(algo="ring", timeout=None))
+        assert _split_parent([0, 1], 2, Options()) is None  # torch has no default group here
+        return
+    value = 2 if field == "streams_per_peer" else "x"
+    assert _wants_own_links(Options(**{field: value}))
+    assert _wants_own_links(Options(extra={field: str(value)}))
