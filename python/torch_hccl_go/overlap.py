@@ -275,7 +275,8 @@ def report(results: list[Result], args: argparse.Namespace, world: int) -> str:
         cpu = "/".join(f"{1e3 * statistics.median(p.cpu):.0f}" for p in (r.compute, r.comm, r.step))
         lines.append(
             f"{r.backend:>8} {c:9.1f} {m:9.1f} {s:9.1f} {c + m - s:8.1f} {r.efficiency():10.2f} "
-            f"{f'{lo:.0f}-{hi:.0f}':>13}   {cpu:>18}   " + "/".join(f"{1e3 * m:.1f}" for m in r.rank_medians("compute"))
+            f"{f'{lo:.0f}-{hi:.0f}':>13}   {cpu:>18}   "
+            + "/".join(f"{1e3 * m:.1f}" for m in r.rank_medians("compute"))
         )
     for r in results:
         grads = sum(b.numel for b in r.buckets) * 4

@@ -132,7 +132,9 @@ class Sweep:
         for b, p in enumerate(ready):
             for cond in history.CONDITIONS:
                 n = reps[cond.name][b]
-                mine = [[tuple(row[i : i + width]) for i in range(offset, offset + width * n, width)] for row in every]
+                mine = [
+                    [tuple(row[i : i + width]) for i in range(offset, offset + width * n, width)] for row in every
+                ]
                 p.result.history[cond.name], p.result.history[history.floor_key(cond.name)] = history.split_times(
                     mine, self.shared_clock
                 )
