@@ -179,6 +179,41 @@ func goCommInitRank(comm *C.hcclGoComm_t, nranks, rank C.int, lh C.hcclGoListene
 	return C.hcclGoSuccess
 }
 
+//export goCommSplit
+func goCommSplit(parent C.hcclGoComm_t, nranks C.int, ranks *C.int, name, options *C.char, child *C.hcclGoComm_t) (rc C.hcclGoResult_t) {
+	defer recoverPanic(&rc)
+	pe, err := lookupComm(parent)
+	if err != nil {
+		return fail(nil, err)
+	}
+	if child == nil || ranks == nil || name == nil {
+		return fail(pe, invalid("hcclGoCommSplit: child, ranks and name must not be NULL"))
+	}
+	if nranks < 1 || int(nranks) > pe.c.Size() {
+		return fail(pe, invalid("hcclGoCommSplit: %d ranks of a communicator of %d", int(nranks), pe.c.Size()))
+	}
+	members := make([]int, int(nranks))
+	for i, r := range unsafe.Slice(ranks, int(nranks)) {
+		members[i] = int(r)
+	}
+	cfg, err := pgbackend.ConfigFrom(cGetenv)
+	if err == nil && options != nil {
+		err = cfg.ApplyOptions(C.GoString(options))
+	}
+	if err != nil {
+		return fail(pe, invalid("hcclGoCommSplit: %v", err))
+	}
+	c, err := pe.c.Split(context.Background(), C.GoString(name), members, cfg)
+	if err != nil {
+		return fail(pe, err)
+	}
+	e := &commEntry{c: c}
+	h := comms.put(e)
+	registerLane(h, e)
+	*child = C.hcclGoComm_t(h)
+	return C.hcclGoSuccess
+}
+
 //export goCommAbort
 func goCommAbort(h C.hcclGoComm_t) (rc C.hcclGoResult_t) {
 	defer recoverPanic(&rc)

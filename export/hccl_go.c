@@ -193,6 +193,12 @@ hcclGoResult_t hcclGoCommInitRank(hcclGoComm_t* comm, int nranks, int rank, hccl
                         (char*)options);
 }
 
+hcclGoResult_t hcclGoCommSplit(hcclGoComm_t parent, int nranks, const int* ranks, const char* name, const char* options,
+                               hcclGoComm_t* child) {
+  HCCL_GO_ENTER();
+  return goCommSplit(parent, nranks, (int*)ranks, (char*)name, (char*)options, child);
+}
+
 hcclGoResult_t hcclGoCommAbort(hcclGoComm_t comm) {
   HCCL_GO_ENTER();
   return goCommAbort(comm);

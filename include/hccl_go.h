@@ -146,6 +146,23 @@ hcclGoResult_t hcclGoListenerClose(hcclGoListener_t listener);
 hcclGoResult_t hcclGoCommInitRank(hcclGoComm_t* comm, int nranks, int rank, hcclGoListener_t listener,
                                   const char* const* peerAddrs, const char* const* hostIds, const char* secret,
                                   const char* options);
+/* Makes *child, a communicator of nranks of parent's ranks, as
+ * ncclCommSplit does: ranks[i] is the parent rank that becomes the child's
+ * rank i, and must include the calling rank. Every listed rank calls it
+ * with the same name (identifying this split; e.g. the group's name) and
+ * the same ranks in the same order; the others do not call it. The child
+ * uses the links of the communicator that connected them (parent, or the
+ * one parent was split from) and has no connection, segment or thread of
+ * its own; the ranks agree on its tag space in one round over those links.
+ * Ranks that pass other ranks for the same name fail at once, each with a
+ * message naming the rank that disagrees; when a listed rank does not call
+ * within the connect timeout, the others fail naming it. options is as for
+ * hcclGoCommInitRank (link settings, such as transport or streams_per_peer,
+ * are the parent's). Destroying the communicator that owns the links fails
+ * every split of it still alive: their pending and later ops fail with
+ * hcclGoInvalidUsage, and they must still be destroyed. */
+hcclGoResult_t hcclGoCommSplit(hcclGoComm_t parent, int nranks, const int* ranks, const char* name, const char* options,
+                               hcclGoComm_t* child);
 /* Fails every pending and later op of comm with hcclGoAborted at once. */
 hcclGoResult_t hcclGoCommAbort(hcclGoComm_t comm);
 /* Waits for pending work (up to the comm's timeout), then frees every link,

@@ -35,6 +35,10 @@ type Communicator struct {
 	rank, size int
 	cfg        Config
 	ep         transport.Endpoint
+	// links is the endpoint without the traffic counters: what splits of
+	// this communicator are views of (split.go).
+	links      transport.Endpoint
+	split      splitState
 	transports []string // per peer: "self", "shm", "tcp", "inproc"
 	addrs      []string // per rank: the address it published (nil when built by New)
 	globalNote string   // suffix of op errors of a subgroup (globalranks.go)
@@ -76,9 +80,17 @@ type Communicator struct {
 // New builds a communicator over an established endpoint. transports names
 // the link kind per peer for Info (nil: "unknown").
 func New(ep transport.Endpoint, cfg Config, transports []string) *Communicator {
-	ctx, cancel := context.WithCancelCause(context.Background())
+	c := newCommunicator(context.Background(), ep, cfg, transports)
+	c.split.family = newSplitFamily()
+	return c
+}
+
+// newCommunicator builds a communicator over ep whose context is a child
+// of parent (a split's is its root's).
+func newCommunicator(parent context.Context, ep transport.Endpoint, cfg Config, transports []string) *Communicator {
+	ctx, cancel := context.WithCancelCause(parent)
 	c := &Communicator{
-		rank: ep.Rank(), size: ep.Size(), cfg: cfg, ep: ep, transports: transports,
+		rank: ep.Rank(), size: ep.Size(), cfg: cfg, ep: ep, links: ep, transports: transports,
 		globalNote: globalRanksNote(cfg.GlobalRanks),
 		ctx:        ctx, cancel: cancel, reliability: newReliability(cfg), lane: &laneState{},
 	}
@@ -125,6 +137,7 @@ func (c *Communicator) Destroy() error {
 	}
 	c.destroyed = true
 	c.mu.Unlock()
+	c.orphanSplits() // before this communicator's own ops end: theirs end too
 	c.stopLane()
 
 	drained := make(chan struct{})
@@ -157,6 +170,7 @@ func (c *Communicator) Destroy() error {
 			err = errors.Join(err, a.Close())
 		}
 	}
+	c.leaveFamily()
 	if err != nil {
 		return fmt.Errorf("destroy rank %d: %w", c.rank, err)
 	}

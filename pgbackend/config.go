@@ -82,6 +82,11 @@ type Config struct {
 	// Unauthenticated accepts connections without a job secret (option
 	// auth=none only; secret.go).
 	Unauthenticated bool
+	// SplitGroups says when torch_hccl_go builds a new group as a split of
+	// the default group's communicator (split.go) rather than connect it
+	// anew: "auto", "1" or "0". The Python side reads it; the library only
+	// checks and documents it.
+	SplitGroups string
 }
 
 // Var documents one configuration variable.
@@ -147,6 +152,8 @@ var Vars = []Var{
 		func(c *Config, v string) error { return setInt(&c.StreamDepth, v, 1, 1<<20) }},
 	{"HCCL_GO_STREAM_DEFER_MS", "5", "Longest wait in ms of a ready op for a worker under HCCL_GO_STREAM_WORKERS; it then starts anyway, since ranks may start ops of different streams in different orders and a strict budget could deadlock.",
 		func(c *Config, v string) error { return setMillis(&c.StreamDefer, v) }},
+	{"HCCL_GO_SPLIT_GROUPS", "auto", "When torch_hccl_go builds a new group (`new_group`, `new_subgroups`, device meshes) as a split of the default group's communicator, if that is an hccl_go one: the split shares the default group's links and threads and costs no file descriptor or thread, but has no shared-memory arena (see Groups). `auto`: when no two members share a host (a device mesh's cross-host dimension); `1`: always; `0`: never, every group connects its own links. A group whose Options set `transport`, `socket_ifname`, `listen_addr` or `streams_per_peer` always connects its own.",
+		func(c *Config, v string) error { return setEnum(&c.SplitGroups, v, "auto", "0", "1") }},
 }
 
 // DefaultConfig is the configuration with every variable at its default.

@@ -46,7 +46,7 @@ func Classify(err error) Class {
 		return ClassNone
 	case errors.Is(err, ErrInvalidArgument):
 		return ClassInvalidArgument
-	case errors.Is(err, ErrDestroyed), errors.Is(err, ErrMismatch), errors.Is(err, intra.ErrMismatch):
+	case errors.Is(err, ErrDestroyed), errors.Is(err, ErrParentDestroyed), errors.Is(err, ErrMismatch), errors.Is(err, intra.ErrMismatch):
 		return ClassInvalidUsage
 	case errors.Is(err, ErrAborted):
 		return ClassAborted

@@ -25,6 +25,9 @@ type Info struct {
 	// the fast lane, "c" in the C library's fast lane (set by export),
 	// "off" queued like any op.
 	FastLane string `json:"fast_lane"`
+	// Split describes a communicator split from another (split.go); nil
+	// for one that connected its own links.
+	Split *SplitInfo `json:"split,omitempty"`
 }
 
 // Info returns the communicator's description.
@@ -38,6 +41,7 @@ func (c *Communicator) Info() Info {
 		TimeoutMs: c.cfg.Timeout.Milliseconds(), Algo: algo,
 		StreamsPerPeer: c.cfg.StreamsPerPeer, ChunkBytes: c.cfg.ChunkBytes,
 		Sequence: c.lane.seq.Load(), GoMaxProcs: runtime.GOMAXPROCS(0), FastLane: "off",
+		Split: c.splitInfo(),
 	}
 	if c.laneApplies() {
 		info.FastLane = "go"

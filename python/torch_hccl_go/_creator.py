@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from datetime import timedelta
 
+import torch
 import torch.distributed as dist
 import torch.distributed.distributed_c10d as c10d
 
@@ -14,6 +15,12 @@ from .options import Options
 from .streams import resolve_stream
 
 BACKEND_NAME = "hccl_go"
+
+# The host of every rank, per communicator made by the rendezvous (its comm_handle -> host
+# ids by rank): what a new group's split decision reads of the default group's. Every rank
+# holds the same lists, so every member decides alike. (The Python wrapper of a backend is
+# not kept: torch holds the C++ object, so its id() changes; the handle does not.)
+_HOSTS: dict[int, list[str]] = {}
 
 
 def create_backend(dist_opts, pg_options) -> _C.HcclGoBackend:
@@ -31,6 +38,16 @@ def create_backend(dist_opts, pg_options) -> _C.HcclGoBackend:
         options += ";global_ranks=" + ",".join(str(r) for r in global_ranks)
     torch_recorder = _choose_flight_recorder()
     stream = resolve_stream(opts.stream)  # checked before the rendezvous
+    parent = _split_parent(global_ranks, size, opts)
+    if parent is not None:
+        # The default group's ranks are the global ranks: the members agree
+        # over its links (no store round); a group named alike on every member.
+        backend = _C.HcclGoBackend.split_from(
+            parent, rank, global_ranks, str(dist_opts.group_id), options, int(timeout.total_seconds() * 1000)
+        )
+        backend.stream = stream
+        backend.sync_returns_none = not torch_recorder
+        return backend
     peers = exchange(dist_opts.store, rank, size, options)
     backend = _C.HcclGoBackend(
         rank,
@@ -43,11 +60,60 @@ def create_backend(dist_opts, pg_options) -> _C.HcclGoBackend:
         int(timeout.total_seconds() * 1000),
     )
     backend.stream = stream
+    _HOSTS[backend.comm_handle] = list(peers.host_ids)
     # torch's flight-recorder hook is handed every Work; without it, a
     # synchronous collective (async_op=False) returns None: see
     # HcclGoBackend::syncReturnsNone.
     backend.sync_returns_none = not torch_recorder
     return backend
+
+
+# Options that concern a group's own links: a group that sets one connects its own.
+_LINK_OPTIONS = ("transport", "socket_ifname", "listen_addr", "streams_per_peer")
+
+
+def _split_parent(global_ranks: list[int], size: int, opts: Options):
+    """The backend a new group is split from: the default group's, when it is a live hccl_go
+    backend of this process, the group is a subgroup (global ranks known) and the split
+    setting (HCCL_GO_SPLIT_GROUPS, Options(split_groups=...)) asks for it: `1` always,
+    `auto` when no two members share a host (a split has no shared-memory arena, so a group
+    with members on one host keeps its own links). None: connect the group anew."""
+    mode = _split_mode(opts)
+    if len(global_ranks) != size or size < 1 or mode == "off" or _wants_own_links(opts):
+        return None
+    if not c10d.is_initialized():
+        return None
+    try:
+        parent = c10d._get_default_group()._get_backend(torch.device("cpu"))
+    except (RuntimeError, ValueError):
+        return None
+    if not isinstance(parent, _C.HcclGoBackend) or not parent.is_open:
+        return None
+    if mode == "auto" and not _on_distinct_hosts(_HOSTS.get(parent.comm_handle), global_ranks):
+        return None
+    return parent
+
+
+def _on_distinct_hosts(hosts: list[str] | None, members: list[int]) -> bool:
+    """Whether no two members share a host (False when the hosts are not known)."""
+    if hosts is None or any(not 0 <= r < len(hosts) for r in members):
+        return False
+    return len({hosts[r] for r in members}) == len(members)
+
+
+def _wants_own_links(opts: Options) -> bool:
+    return any(getattr(opts, k) is not None or k in opts.extra for k in _LINK_OPTIONS)
+
+
+def _split_mode(opts: Options) -> str:
+    """ "on", "off" or "auto": Options(split_groups=...) (or its extra key), else
+    HCCL_GO_SPLIT_GROUPS (default auto)."""
+    if opts.split_groups is not None:
+        return "on" if opts.split_groups else "off"
+    value = str(opts.extra.get("split_groups", os.environ.get("HCCL_GO_SPLIT_GROUPS", "auto"))).strip().lower()
+    if value in ("", "auto"):
+        return "auto"
+    return "off" if value in ("0", "false", "off", "no") else "on"
 
 
 def register() -> None:

@@ -45,6 +45,9 @@ class Options:
     # priority) or an index below HCCL_GO_STREAMS (HCCL_GO_STREAM; see
     # torch_hccl_go.streams).
     stream: str | int | None = None
+    # Build the group as a split of the default group's communicator (True), or connect
+    # its own links (False); default: HCCL_GO_SPLIT_GROUPS. Ignored for the default group.
+    split_groups: bool | None = None
     # Any other library option, by its key (the variable's name without HCCL_GO_, lower case).
     extra: dict[str, str] = field(default_factory=dict)
 

@@ -132,6 +132,32 @@ int main(int argc, char** argv) {
     OK(hcclGoWorkFree(w));
   }
 
+  /* A split of every rank in reverse order: child rank = nranks-1-rank, its
+   * ops apart from the parent's; a member list that is not this rank's own
+   * fails at once. */
+  {
+    int ranks[64];
+    for (int i = 0; i < nranks; i++) ranks[i] = nranks - 1 - i;
+    hcclGoComm_t child;
+    OK(hcclGoCommSplit(comm, nranks, ranks, "reversed", "timeout_ms=30000", &child));
+    int cr = -1;
+    OK(hcclGoCommUserRank(child, &cr));
+    CHECK(cr == nranks - 1 - rank, "split rank %d", cr);
+    int32_t x = cr;
+    OK(hcclGoBroadcast(&x, &x, 1, hcclGoInt32, 0, child, HCCL_GO_STREAM_DEFAULT, NULL));
+    CHECK(x == 0, "broadcast from split rank 0 = %d", x);
+    x = rank + 1;
+    OK(hcclGoAllReduce(&x, &x, 1, hcclGoInt32, hcclGoSum, 0, child, HCCL_GO_STREAM_DEFAULT, NULL));
+    CHECK(x == nranks * (nranks + 1) / 2, "split allreduce = %d", x);
+    OK(hcclGoCommDestroy(child));
+    int other = (rank + 1) % nranks;
+    hcclGoComm_t bad = 0;
+    if (nranks > 1) {
+      expectError(hcclGoCommSplit(comm, 1, &other, "bad", NULL, &bad), hcclGoInvalidArgument, comm,
+                  "include this rank");
+    }
+  }
+
   /* Blocking: with a NULL work pointer the call returns once the op has
    * completed, also when it queues behind an op issued with a handle. */
   {

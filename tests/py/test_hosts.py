@@ -1,7 +1,8 @@
 """Communicators that span emulated hosts (HCCL_GO_HOST_ID per rank): ranks of one host
 reach each other through the shared-memory arena (comm_info says shm+arena), the others
 over TCP, and the hierarchical collectives, forced for every op, give the reference
-result through torch.distributed on even and uneven hosts and in a subgroup."""
+result through torch.distributed on even and uneven hosts and in a subgroup (one that
+connects its own links: a split of the default group has no arena, see README Groups)."""
 
 from __future__ import annotations
 
@@ -22,7 +23,9 @@ def inputs(rank: int, n: int, dtype, seed: int):
     return torch.randint(-3, 4, (n,), generator=g).to(dtype)
 
 
-def hosts_job(ctx, hosts: list[str], subgroup: list[int] | None) -> dict:
+def hosts_job(ctx, hosts: list[str], subgroup: list[int] | None, split: bool | None = False) -> dict:
+    """split None: the default setting (auto), which splits a group only when no two members
+    share a host."""
     import json
     import os
 
@@ -35,14 +38,20 @@ def hosts_job(ctx, hosts: list[str], subgroup: list[int] | None) -> dict:
     ranks = list(range(ctx.world_size))
     group = None
     if subgroup is not None:
-        group = dist.new_group(subgroup, backend="hccl_go")
+        opts = torch_hccl_go.Options() if split is None else torch_hccl_go.Options(split_groups=split)
+        group = dist.new_group(subgroup, backend="hccl_go", pg_options=opts, sort_ranks=False)
         ranks = subgroup
         if ctx.rank not in subgroup:
             return {}
-    transports = torch_hccl_go.comm_info(group)["transports"]
+        if split is None:
+            split = len({hosts[r] for r in subgroup}) == len(subgroup)
+    info = torch_hccl_go.comm_info(group)
+    assert ("split" in info) == bool(split), f"split {split}, comm_info {info}"
+    transports = info["transports"]
     me = ranks.index(ctx.rank)
     for peer, kind in enumerate(transports):
-        want = "self" if peer == me else ("shm+arena" if hosts[ranks[peer]] == hosts[ctx.rank] else "tcp")
+        local = "shm" if split else "shm+arena"  # a split has no arena
+        want = "self" if peer == me else (local if hosts[ranks[peer]] == hosts[ctx.rank] else "tcp")
         assert kind == want, f"transport to peer {peer}: {kind}, want {want} ({transports})"
 
     p = len(ranks)
@@ -93,21 +102,29 @@ def hosts_job(ctx, hosts: list[str], subgroup: list[int] | None) -> dict:
             dist.broadcast(t, src=src, group=group)
             assert torch.equal(t, every[ranks.index(src)]), f"broadcast {what}"
 
-    # The flight recorder names the route: intra-host phases in the arena.
+    # The flight recorder names the route: intra-host phases in the arena (a split: messages).
     path = torch_hccl_go.dump_trace(group, os.path.join(ctx.store_dir, f"trace{ctx.rank}.json"))
     with open(path) as f:
         routes = {(op["op"], op["route"]) for op in json.load(f)["ops"]}
+    route = "messages" if split else "hier+arena"
     for kind in ("allreduce", "reduce", "reducescatter", "allgather", "broadcast"):
-        assert (kind, "hier+arena") in routes, f"{kind} did not run hierarchically: {sorted(routes)}"
+        assert (kind, route) in routes, f"{kind} did not run as {route}: {sorted(routes)}"
     return {"transports": transports}
 
 
 @pytest.mark.parametrize(
-    "hosts, subgroup",
-    [(["a", "a", "b", "b"], None), (["a", "a", "a", "b"], None), (["a", "b", "a", "a"], [0, 1, 3])],
-    ids=["2+2", "3+1", "subgroup 2+1 of 3+1"],
+    "hosts, subgroup, split",
+    [
+        (["a", "a", "b", "b"], None, False),
+        (["a", "a", "a", "b"], None, False),
+        (["a", "b", "a", "a"], [0, 1, 3], False),
+        (["a", "b", "a", "a"], [3, 1, 0], True),
+        (["a", "b", "a", "a"], [0, 1, 3], None),
+        (["a", "b", "a", "b"], [2, 1], None),
+    ],
+    ids=["2+2", "3+1", "subgroup 2+1 of 3+1", "split 2+1 of 3+1", "auto: 2+1 of 3+1", "auto: 1+1 of 2+2"],
 )
-def test_hierarchical_collectives_across_hosts(hosts, subgroup):
+def test_hierarchical_collectives_across_hosts(hosts, subgroup, split):
     env = {"HCCL_GO_ALGO": HIER_EVERYWHERE, "HCCL_GO_TOPO_PROBE": "0"}
-    results = run_ranks(hosts_job, len(hosts), args=(hosts, subgroup), init=False, env=env, timeout=240)
+    results = run_ranks(hosts_job, len(hosts), args=(hosts, subgroup, split), init=False, env=env, timeout=240)
     print(results)

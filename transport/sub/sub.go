@@ -13,13 +13,24 @@
 // Tag spaces: a view with space s sends tag t as t + s<<SpaceShift on its
 // parent, so phases of one operation (which share the operation's tag) and
 // views of different phases never take each other's messages. Tags of a
-// view with a non-zero space must be at most MaxTag, apart from
-// transport.P2PTagBit, which is kept. Space 0 leaves tags unchanged: a view
-// that only renumbers ranks. Spaces in use:
+// view with a non-zero space must be at most MaxTag, apart from the flag
+// bits (FlagBits: transport.P2PTagBit and pgbackend's control bits), which
+// are kept. Space 0 leaves tags unchanged: a view that only renumbers
+// ranks.
 //
-//	0         permuted views (pgbackend: rings along the topology)
-//	1..15     collectives' hierarchical phases (collectives/hier*.go)
-//	256..271  pgbackend's topology discovery at communicator init
+// A view with a space of a view with a space (a phase of a collective run
+// on a communicator that is itself a view, see pgbackend's splits) puts its
+// space, at most MaxNestedSpace, in bits NestedShift..SpaceShift-1, which
+// every view with a space keeps clear (MaxTag). Deeper nesting is refused.
+// Spaces in use:
+//
+//	0          permuted views (pgbackend: rings along the topology)
+//	1..15      collectives' hierarchical phases (collectives/hier*.go)
+//	16         collectives/hier: the leaders of rooted collectives
+//	256..271   pgbackend's topology discovery at communicator init
+//	272        pgbackend's split agreement (split_agree.go)
+//	512..4095  communicators split from another (pgbackend/split.go)
+//	4096..8191 collectives/hier: the segments of the all_reduce
 package sub
 
 import (
@@ -34,14 +45,24 @@ import (
 // SpaceShift is the bit position of a view's tag space in the parent's tags.
 const SpaceShift = 48
 
-// MaxSpace is the largest tag space: spaces take bits 48-60 of a tag. Bit
-// 63 marks point-to-point tags (transport.P2PTagBit), bits 61 and 62
-// pgbackend's control messages.
+// MaxSpace is the largest tag space: spaces take bits 48-60 of a tag, below
+// FlagBits.
 const MaxSpace = 1<<13 - 1
 
+// NestedShift is the bit position of a nested view's space (see above).
+const NestedShift = 40
+
+// MaxNestedSpace is the largest space of a view of a view with a space.
+const MaxNestedSpace = 1<<(SpaceShift-NestedShift) - 1
+
+// FlagBits are the tag bits every view passes through unchanged: bit 63
+// marks point-to-point tags (transport.P2PTagBit), bits 61 and 62
+// pgbackend's control messages.
+const FlagBits transport.Tag = 7 << 61
+
 // MaxTag is the largest tag a view with a non-zero space accepts (not
-// counting transport.P2PTagBit).
-const MaxTag transport.Tag = 1<<SpaceShift - 1
+// counting FlagBits).
+const MaxTag transport.Tag = 1<<NestedShift - 1
 
 // ErrTagRange is returned for a tag above MaxTag on a view with a space.
 var ErrTagRange = errors.New("sub: tag out of the view's range")
@@ -56,6 +77,7 @@ type Endpoint struct {
 	views  map[int]int // parent rank -> view rank
 	rank   int         // this rank in the view
 	base   transport.Tag
+	nested bool // base holds a nested space: no deeper space may be added
 	closed atomic.Bool
 }
 
@@ -67,7 +89,8 @@ var (
 // New returns the view of parent's ranks ranks[0], ranks[1], ... as ranks
 // 0, 1, ... with tag space space. ranks must be distinct, in range, and
 // include the parent's own rank. A view of a view is flattened onto the
-// grandparent; at most one of the two may have a non-zero space.
+// grandparent; when both have a non-zero space, the inner one must be at
+// most MaxNestedSpace and the outer one must not itself be nested.
 func New(parent transport.Endpoint, ranks []int, space int) (*Endpoint, error) {
 	if parent == nil {
 		return nil, fmt.Errorf("sub: nil parent endpoint")
@@ -95,13 +118,22 @@ func New(parent transport.Endpoint, ranks []int, space int) (*Endpoint, error) {
 	}
 	e := &Endpoint{parent: parent, ranks: append([]int(nil), ranks...), rank: self, base: transport.Tag(space) << SpaceShift}
 	if p, ok := parent.(*Endpoint); ok {
-		if p.base != 0 && e.base != 0 {
-			return nil, fmt.Errorf("sub: a view with tag space %d of a view with tag space %d", space, p.base>>SpaceShift)
+		switch {
+		case space == 0 || p.base == 0:
+			e.base |= p.base
+			e.nested = p.nested
+		case p.nested:
+			return nil, fmt.Errorf("sub: a view with tag space %d of a view nested twice already", space)
+		case space > MaxNestedSpace:
+			return nil, fmt.Errorf("sub: a view with tag space %d of a view with tag space %d: a nested space is at most %d", space, p.base>>SpaceShift, MaxNestedSpace)
+		default:
+			e.base = p.base | transport.Tag(space)<<NestedShift
+			e.nested = true
 		}
 		for i, r := range e.ranks {
 			e.ranks[i] = p.ranks[r]
 		}
-		e.parent, e.base = p.parent, e.base|p.base
+		e.parent = p.parent
 	}
 	e.views = make(map[int]int, len(e.ranks))
 	for i, r := range e.ranks {
@@ -195,7 +227,7 @@ func (e *Endpoint) route(op string, peer int, tag transport.Tag) (int, transport
 	if peer < 0 || peer >= len(e.ranks) {
 		return 0, 0, &transport.PeerError{Peer: peer, Op: op, Err: fmt.Errorf("sub: peer out of range [0, %d)", len(e.ranks))}
 	}
-	if e.base != 0 && tag&^transport.P2PTagBit > MaxTag {
+	if e.base != 0 && tag&^FlagBits > MaxTag {
 		return 0, 0, fmt.Errorf("%w: tag %#x > %#x", ErrTagRange, uint64(tag), uint64(MaxTag))
 	}
 	return e.ranks[peer], tag | e.base, nil

@@ -157,10 +157,73 @@ func TestNested(t *testing.T) {
 	require.NoError(t, b.Recv(ctx, 0, 9, got))
 	assert.Equal(t, "x", string(got))
 
-	spaced, err := sub.New(parents[0], []int{0, 1}, 1)
+}
+
+// TestNestedSpaces: a view with a space of a view with a space (a phase
+// of a collective on a split communicator) has messages of its own,
+// apart from the outer view's, another outer view's, and the same inner
+// space directly on the parent; nesting deeper, or a nested space above
+// MaxNestedSpace, is refused.
+func TestNestedSpaces(t *testing.T) {
+	ctx := testCtx(t)
+	parents := inproc.NewGroup(2)
+	t.Cleanup(func() { _ = parents[0].Close(); _ = parents[1].Close() })
+	view := func(parent transport.Endpoint, space int) *sub.Endpoint {
+		v, err := sub.New(parent, []int{0, 1}, space)
+		require.NoError(t, err)
+		return v
+	}
+	outerA, outerB := view(parents[0], 600), view(parents[1], 600)
+	otherA, otherB := view(parents[0], 601), view(parents[1], 601)
+	innerA, innerB := view(outerA, 3), view(outerB, 3)
+	directA, directB := view(parents[0], 3), view(parents[1], 3)
+
+	const tag = 11
+	require.NoError(t, innerA.Send(ctx, 1, tag, []byte("inn")))
+	require.NoError(t, outerA.Send(ctx, 1, tag, []byte("out")))
+	require.NoError(t, otherA.Send(ctx, 1, tag, []byte("oth")))
+	require.NoError(t, directA.Send(ctx, 1, tag, []byte("dir")))
+	got := make([]byte, 3)
+	for _, c := range []struct {
+		ep   *sub.Endpoint
+		want string
+	}{{directB, "dir"}, {otherB, "oth"}, {outerB, "out"}, {innerB, "inn"}} {
+		require.NoError(t, c.ep.Recv(ctx, 0, tag, got))
+		assert.Equal(t, c.want, string(got))
+	}
+
+	require.ErrorIs(t, innerA.Send(ctx, 1, sub.MaxTag+1, nil), sub.ErrTagRange)
+	require.ErrorIs(t, outerA.Send(ctx, 1, sub.MaxTag+1, nil), sub.ErrTagRange, "bits of the nested space stay clear")
+	_, err := sub.New(innerA, []int{0, 1}, 1)
+	require.ErrorContains(t, err, "nested twice")
+	_, err = sub.New(outerA, []int{0, 1}, sub.MaxNestedSpace+1)
+	require.ErrorContains(t, err, "nested space is at most")
+	perm, err := sub.New(innerA, []int{1, 0}, 0)
+	require.NoError(t, err, "a permutation of a nested view adds no space")
+	require.NoError(t, perm.Send(ctx, 0, tag, []byte("prm")))
+	require.NoError(t, innerB.Recv(ctx, 0, tag, got))
+	assert.Equal(t, "prm", string(got))
+}
+
+// TestFlagBitsKept: control and point-to-point bits pass through a view
+// with a space, and the view's space still tells its messages apart.
+func TestFlagBitsKept(t *testing.T) {
+	ctx := testCtx(t)
+	parents := inproc.NewGroup(2)
+	t.Cleanup(func() { _ = parents[0].Close(); _ = parents[1].Close() })
+	a, err := sub.New(parents[0], []int{0, 1}, 700)
 	require.NoError(t, err)
-	_, err = sub.New(spaced, []int{0, 1}, 2)
-	require.ErrorContains(t, err, "tag space")
+	b, err := sub.New(parents[1], []int{0, 1}, 700)
+	require.NoError(t, err)
+	for _, flag := range []transport.Tag{1 << 61, 1 << 62, transport.P2PTagBit} {
+		require.NoError(t, parents[0].Send(ctx, 1, flag|5, []byte("p")))
+		require.NoError(t, a.Send(ctx, 1, flag|5, []byte("v")))
+		got := make([]byte, 1)
+		require.NoError(t, b.Recv(ctx, 0, flag|5, got))
+		assert.Equal(t, "v", string(got))
+		require.NoError(t, parents[1].Recv(ctx, 0, flag|5, got))
+		assert.Equal(t, "p", string(got))
+	}
 }
 
 // TestPeerErrorRenumbered: a parent link failure names the view's peer.

@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
@@ -48,6 +49,45 @@ hcclGoComm_t initComm(const HcclGoBackend::Setup& s) {
   return comm;
 }
 
+hcclGoComm_t splitComm(hcclGoComm_t parent, const HcclGoBackend::SplitSetup& s) {
+  hcclGoComm_t comm = 0;
+  hcclGoResult_t r = hcclGoCommSplit(parent, static_cast<int>(s.parentRanks.size()), s.parentRanks.data(),
+                                     s.name.c_str(), s.options.c_str(), &comm);
+  if (r != hcclGoSuccess) {
+    throwResult(r, parent,
+                "hccl_go: creating group \"" + s.name + "\" (rank " + std::to_string(s.rank) + " of " +
+                    std::to_string(s.parentRanks.size()) + ") as a split of its parent",
+                lastError(parent));
+  }
+  return comm;
+}
+
+// options without the keys a split sets itself (timeout_ms, global_ranks).
+std::string splitOptions(const std::string& options, std::chrono::milliseconds timeout,
+                         const std::vector<uint64_t>& globalRanks) {
+  std::string out = "timeout_ms=" + std::to_string(timeout.count());
+  size_t start = 0;
+  while (start <= options.size()) {
+    size_t end = options.find(';', start);
+    if (end == std::string::npos) {
+      end = options.size();
+    }
+    const std::string pair = options.substr(start, end - start);
+    const std::string key = pair.substr(0, pair.find('='));
+    if (!pair.empty() && key != "timeout_ms" && key != "global_ranks") {
+      out += ";" + pair;
+    }
+    start = end + 1;
+  }
+  if (!globalRanks.empty()) {
+    out += ";global_ranks=";
+    for (size_t i = 0; i < globalRanks.size(); ++i) {
+      out += (i ? "," : "") + std::to_string(globalRanks[i]);
+    }
+  }
+  return out;
+}
+
 // This process's id, kept current across fork by an atfork handler: the
 // fork check runs on every op, and getpid() is a system call.
 std::atomic<pid_t> currentPid{getpid()};
@@ -73,6 +113,46 @@ HcclGoBackend::HcclGoBackend(const Setup& setup)
   init();
 }
 
+HcclGoBackend::HcclGoBackend(const HcclGoBackend& parent, const SplitSetup& setup)
+    : c10d::Backend(setup.rank, static_cast<int>(setup.parentRanks.size())),
+      options_(setup.options),
+      pid_(currentPid.load(std::memory_order_relaxed)),
+      timeoutMs_(setup.timeout.count()) {
+  parent.checkUsable("new group (split)");
+  comm_ = splitComm(parent.comm_, setup);
+  queue_ = parent.queue_;
+  queue_->join();
+  stream_.store(parent.stream());
+  syncReturnsNone_.store(parent.syncReturnsNone());
+  init();
+}
+
+c10::intrusive_ptr<c10d::Backend> HcclGoBackend::split(const c10::intrusive_ptr<c10d::Store>& /*store*/,
+                                                       const std::vector<int>& ranks,
+                                                       const c10::intrusive_ptr<Options>& opts) {
+  const auto self = std::find(ranks.begin(), ranks.end(), rank_);
+  if (self == ranks.end()) {
+    return nullptr;  // not a member: the members need nothing from this rank
+  }
+  SplitSetup s;
+  s.rank = static_cast<int>(self - ranks.begin());
+  s.parentRanks = ranks;
+  s.timeout = opts && opts->timeout.count() > 0 ? opts->timeout : std::chrono::milliseconds(timeoutMs_.load());
+  s.name = opts && !opts->group_name.empty() ? opts->group_name : "split";
+  std::vector<uint64_t> globalRanks;
+  if (opts && opts->global_ranks_in_group.size() == ranks.size()) {
+    globalRanks = opts->global_ranks_in_group;
+  }
+  s.options = splitOptions(options_, s.timeout, globalRanks);
+  MaybeReleaseGil nogil;  // the members agree over the links: let other Python threads run
+  return c10::make_intrusive<HcclGoBackend>(*this, s);
+}
+
+bool HcclGoBackend::isOpen() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return !closed_ && !inForkedChild();
+}
+
 HcclGoBackend::~HcclGoBackend() {
   try {
     // Dropped without destroy_process_group() (e.g. at interpreter exit):
@@ -85,7 +165,7 @@ HcclGoBackend::~HcclGoBackend() {
     }
     if (open && !inForkedChild()) {
       MaybeReleaseGil nogil;
-      abortFirst = queue_->onCompletionThread() || !queue_->waitIdle(kDestructorGrace);
+      abortFirst = queue_->onCompletionThread() || !queue_->waitIdle(this, kDestructorGrace);
       if (abortFirst) {
         TORCH_WARN(
             "hccl_go: a process group was destroyed with ops still pending; aborting them "
@@ -179,7 +259,7 @@ c10::intrusive_ptr<HcclGoWork> HcclGoBackend::newWork(c10d::OpType type, const c
       coalesced_->addChild(work);
     }
   }
-  queue_->track(work);
+  queue_->track(work, this);
   return work;
 }
 
@@ -189,7 +269,7 @@ void HcclGoBackend::startCoalescing() {
                                                timeoutOr(c10d::kUnsetTimeout), queue_, std::vector<at::Tensor>{});
   std::lock_guard<std::mutex> lock(mu_);
   TORCH_CHECK(!coalesced_, "hccl_go: start_coalescing: a coalescing group is already open on this process group");
-  queue_->track(group);
+  queue_->track(group, this);
   coalesced_ = group;
 }
 
@@ -268,13 +348,16 @@ void HcclGoBackend::teardown(bool abortFirst) {
   if (r != hcclGoSuccess) {
     TORCH_WARN("hccl_go: destroying the communicator: ", lastError(comm_), " [", resultName(r), "]");
   }
-  if (!onCompletionThread && !queue_->waitIdle(kDrainGrace)) {
+  if (!onCompletionThread && !queue_->waitIdle(this, kDrainGrace)) {
     // The library no longer touches their buffers: fail what is left.
-    for (auto& work : queue_->inFlight()) {
+    for (auto& work : queue_->inFlight(this)) {
       work->failIssue(hcclGoAborted, "the communicator was destroyed while the op was pending");
       queue_->postFinish(work);
     }
-    queue_->waitIdle(kDrainGrace);
+    queue_->waitIdle(this, kDrainGrace);
+  }
+  if (!queue_->leave()) {
+    return;  // backends split from this one (or it from them) still use the threads
   }
   queue_->requestStop();
   if (!onCompletionThread && !queue_->waitExited(kDrainGrace)) {

@@ -37,15 +37,36 @@ class HcclGoBackend : public c10d::Backend {
     std::chrono::milliseconds timeout{};  // default wait() timeout
   };
 
+  // What a backend split from another (hcclGoCommSplit) needs.
+  struct SplitSetup {
+    int rank = 0;                         // in the new group
+    std::vector<int> parentRanks;         // per rank of the new group: its rank in the parent
+    std::string name;                     // the same on every member
+    std::string options;                  // "key=value;..." for the library
+    std::chrono::milliseconds timeout{};  // default wait() timeout
+  };
+
   // Creates the communicator (blocks until every peer has connected, or
   // the library's connect timeout); throws on failure.
   explicit HcclGoBackend(const Setup& setup);
+  // Creates the communicator as a split of parent's: it shares parent's
+  // links and completion threads (blocks until every member has agreed,
+  // or the library's connect timeout); throws on failure.
+  HcclGoBackend(const HcclGoBackend& parent, const SplitSetup& setup);
   ~HcclGoBackend() override;
 
   const std::string getBackendName() const override { return "hccl_go"; }
   c10::intrusive_ptr<Options> getBackendOptions() override;
   void setTimeout(std::chrono::milliseconds timeout) override;
   bool supportsCoalescing() const override { return true; }
+  bool supportsSplitting() const override { return true; }
+
+  // torch.distributed.split_group: the new group of ranks (this group's
+  // ranks) as a split of this backend; nullptr on a rank not among them.
+  c10::intrusive_ptr<c10d::Backend> split(const c10::intrusive_ptr<c10d::Store>& store, const std::vector<int>& ranks,
+                                          const c10::intrusive_ptr<Options>& opts) override;
+  // Whether ops may still be issued (not shut down or aborted).
+  bool isOpen() const;
 
   // ---- collectives ----
   c10::intrusive_ptr<c10d::Work> broadcast(std::vector<at::Tensor>& tensors,

@@ -67,6 +67,20 @@ c10::intrusive_ptr<HcclGoBackend> createBackend(int rank, int size, uint64_t lis
   return c10::make_intrusive<HcclGoBackend>(s);
 }
 
+c10::intrusive_ptr<HcclGoBackend> splitBackend(const c10::intrusive_ptr<HcclGoBackend>& parent, int rank,
+                                               std::vector<int> parentRanks, std::string name, std::string options,
+                                               int64_t timeoutMs) {
+  HcclGoBackend::SplitSetup s;
+  s.rank = rank;
+  s.parentRanks = std::move(parentRanks);
+  s.name = std::move(name);
+  s.options = std::move(options);
+  s.timeout = std::chrono::milliseconds(timeoutMs);
+  // The members agree over the parent's links, which blocks.
+  py::gil_scoped_release nogil;
+  return c10::make_intrusive<HcclGoBackend>(*parent, s);
+}
+
 }  // namespace
 
 void allReduceDirectPy(const at::Tensor& t, const c10d::ReduceOp& op, c10d::ProcessGroup& pg);  // direct.cpp
@@ -84,6 +98,12 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
       .def(py::init(&hccl_go::createBackend), py::arg("rank"), py::arg("size"), py::arg("listener"),
            py::arg("peer_addrs"), py::arg("host_ids"), py::arg("secret"), py::arg("options"), py::arg("timeout_ms"),
            "Creates the communicator; the listener (from listen()) is consumed.")
+      .def_static("split_from", &hccl_go::splitBackend, py::arg("parent"), py::arg("rank"), py::arg("parent_ranks"),
+                  py::arg("name"), py::arg("options"), py::arg("timeout_ms"),
+                  "Creates the communicator as a split of parent's (hcclGoCommSplit): parent_ranks[i] is the "
+                  "parent rank of the new group's rank i; every member passes the same name and parent_ranks.")
+      .def_property_readonly("is_open", &HcclGoBackend::isOpen,
+                             "Whether ops may still be issued (not shut down or aborted).")
       .def("comm_info", &HcclGoBackend::commInfo, py::call_guard<py::gil_scoped_release>(),
            "hcclGoCommInfo as a JSON string.")
       .def_property_readonly("options_string", &HcclGoBackend::optionsString,

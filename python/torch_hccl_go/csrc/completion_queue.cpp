@@ -22,8 +22,8 @@ constexpr std::chrono::seconds kIdleExit{10};
 // The queue whose completion thread this is (null elsewhere).
 thread_local const CompletionQueue* tlsQueue = nullptr;
 
-// Every queue made, for drainAll at exit (one per communicator; the
-// registry only observes them).
+// Every queue made, for drainAll at exit (one per backend and the backends
+// split from it; the registry only observes them).
 std::mutex registryMu;
 std::vector<std::weak_ptr<CompletionQueue>>& registry() {
   static auto* queues = new std::vector<std::weak_ptr<CompletionQueue>>();  // never destroyed: used at exit
@@ -231,9 +231,21 @@ void CompletionQueue::serve() {
   stateCv_.notify_all();
 }
 
-void CompletionQueue::track(const c10::intrusive_ptr<HcclGoWork>& work) {
+void CompletionQueue::join() {
   std::lock_guard<std::mutex> lock(mu_);
-  inFlight_.emplace(work.get(), work);
+  ++users_;
+}
+
+bool CompletionQueue::leave() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return --users_ == 0;
+}
+
+void CompletionQueue::track(const c10::intrusive_ptr<HcclGoWork>& work, const void* user) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (inFlight_.emplace(work.get(), Tracked{work, user}).second) {
+    ++inFlightOf_[user];
+  }
 }
 
 void CompletionQueue::untrack(HcclGoWork* work) {
@@ -244,23 +256,28 @@ void CompletionQueue::untrack(HcclGoWork* work) {
     if (it == inFlight_.end()) {
       return;
     }
-    last = std::move(it->second);
+    last = std::move(it->second.work);
+    auto count = inFlightOf_.find(it->second.user);
+    if (count != inFlightOf_.end() && --count->second == 0) {
+      inFlightOf_.erase(count);
+    }
     inFlight_.erase(it);
   }
   stateCv_.notify_all();
 }
 
-bool CompletionQueue::waitIdle(std::chrono::milliseconds timeout) {
+bool CompletionQueue::waitIdle(const void* user, std::chrono::milliseconds timeout) {
   std::unique_lock<std::mutex> lock(mu_);
-  return stateCv_.wait_for(lock, timeout, [&] { return inFlight_.empty(); });
+  return stateCv_.wait_for(lock, timeout, [&] { return inFlightOf_.find(user) == inFlightOf_.end(); });
 }
 
-std::vector<c10::intrusive_ptr<HcclGoWork>> CompletionQueue::inFlight() {
+std::vector<c10::intrusive_ptr<HcclGoWork>> CompletionQueue::inFlight(const void* user) {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<c10::intrusive_ptr<HcclGoWork>> works;
-  works.reserve(inFlight_.size());
   for (auto& kv : inFlight_) {
-    works.push_back(kv.second);
+    if (kv.second.user == user) {
+      works.push_back(kv.second.work);
+    }
   }
   return works;
 }

@@ -10,6 +10,10 @@
 // threads form an elastic pool: an event that finds no waiting thread gets
 // a new one, and a blocked callback never holds up another completion.
 // Normally one thread serves everything; extra threads exit when idle.
+//
+// A queue serves every backend split from the one that made it (they share
+// its threads): each tracks its own Works, and the last one to leave stops
+// the threads.
 #pragma once
 
 #include <c10/util/SmallVector.h>
@@ -30,8 +34,13 @@ namespace hccl_go {
 
 class CompletionQueue : public std::enable_shared_from_this<CompletionQueue> {
  public:
-  // Starts the first completion thread.
+  // Starts the first completion thread; the caller is the first user.
   static std::shared_ptr<CompletionQueue> create();
+  // Adds a user (a backend split from the first); each user calls leave()
+  // once, and the last one's leave() returns true: it must then stop the
+  // threads (requestStop, waitExited).
+  void join();
+  bool leave();
 
   // Makes the library work `handle` one part of `work`: when it completes,
   // a completion thread frees the handle and reports the part done.
@@ -49,13 +58,13 @@ class CompletionQueue : public std::enable_shared_from_this<CompletionQueue> {
   // library thread to a completion thread.
   void postDrive(const c10::intrusive_ptr<HcclGoWork>& work);
 
-  // Works not yet finished, for shutdown. A Work is tracked from creation
-  // to finish().
-  void track(const c10::intrusive_ptr<HcclGoWork>& work);
+  // Works not yet finished, for shutdown, by user (the backend that issued
+  // them). A Work is tracked from creation to finish().
+  void track(const c10::intrusive_ptr<HcclGoWork>& work, const void* user);
   void untrack(HcclGoWork* work);
-  // Waits until no Work is in flight; false on timeout.
-  bool waitIdle(std::chrono::milliseconds timeout);
-  std::vector<c10::intrusive_ptr<HcclGoWork>> inFlight();
+  // Waits until no Work of user is in flight; false on timeout.
+  bool waitIdle(const void* user, std::chrono::milliseconds timeout);
+  std::vector<c10::intrusive_ptr<HcclGoWork>> inFlight(const void* user);
 
   // Waits until every live queue is quiet: no Work in flight, no event
   // queued, every completion thread idle; false if one is not by the
@@ -80,6 +89,10 @@ class CompletionQueue : public std::enable_shared_from_this<CompletionQueue> {
     hcclGoResult_t status = hcclGoSuccess;
     std::string msg;
     bool drive = false;  // run the Work's ops now (postDrive)
+  };
+  struct Tracked {
+    c10::intrusive_ptr<HcclGoWork> work;
+    const void* user = nullptr;
   };
   struct CallbackContext {
     std::shared_ptr<CompletionQueue> queue;
@@ -111,7 +124,10 @@ class CompletionQueue : public std::enable_shared_from_this<CompletionQueue> {
   std::condition_variable eventCv_;  // events_ or stop_ changed
   std::condition_variable stateCv_;  // inFlight_ or threads_ changed
   std::deque<Event> events_;
-  std::unordered_map<HcclGoWork*, c10::intrusive_ptr<HcclGoWork>> inFlight_;
+  std::unordered_map<HcclGoWork*, Tracked> inFlight_;
+  // How many of inFlight_ per user.
+  std::unordered_map<const void*, int> inFlightOf_;
+  int users_ = 1;
   int threads_ = 0;  // running completion threads
   int waiting_ = 0;  // of which waiting for an event
   bool stop_ = false;
