@@ -131,16 +131,7 @@ func (c *Communicator) AllReduceNow(send, recv []byte, dt reduce.DType, op reduc
 		intra.CheckAllReduce(a, send, recv, dt, op) != nil {
 		return false, nil
 	}
-	st := c.streams[stream]
-	c.issueMu.Lock()
-	c.lane.issue.Lock()
-	held := st.TryHold()
-	var seq uint64
-	if held {
-		seq = c.lane.seq.Add(1)
-	}
-	c.lane.issue.Unlock()
-	c.issueMu.Unlock()
+	seq, held := c.holdIdle(stream)
 	if !held {
 		return false, nil
 	}
@@ -152,6 +143,21 @@ func (c *Communicator) AllReduceNow(send, recv []byte, dt reduce.DType, op reduc
 		return true, c.endLane(lo, nil, err)
 	}
 	return true, c.finishLane(lo, a, e, recv)
+}
+
+// holdIdle holds stream when it is idle and gives the op about to run
+// there at once the next sequence number, under the locks that queued ops
+// take theirs with (submitCollective); held false: the stream was busy,
+// nothing was taken.
+func (c *Communicator) holdIdle(stream int) (seq uint64, held bool) {
+	c.issueMu.Lock()
+	defer c.issueMu.Unlock()
+	c.lane.issue.Lock()
+	defer c.lane.issue.Unlock()
+	if !c.streams[stream].TryHold() {
+		return 0, false
+	}
+	return c.lane.seq.Add(1), true
 }
 
 // LaneHandover is an all_reduce that export's C fast lane began and hands

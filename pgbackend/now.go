@@ -43,20 +43,11 @@ func (c *Communicator) RunNow(call Call, err error) (ran bool, _ error) {
 		c.arenaFor(s, collectives.Options{Algo: call.desc.Algo}) == nil {
 		return false, nil
 	}
-	st := c.streams[s]
-	c.issueMu.Lock()
-	c.lane.issue.Lock()
-	held := st.TryHold()
-	var seq uint64
-	if held {
-		seq = c.lane.seq.Add(1)
-	}
-	c.lane.issue.Unlock()
-	c.issueMu.Unlock()
+	seq, held := c.holdIdle(s)
 	if !held {
 		return false, nil
 	}
-	defer st.Release()
+	defer c.streams[s].Release()
 	d := call.desc
 	d.Seq, d.Stream, d.Route = seq, s, "arena"
 	start := c.clock.Now()
