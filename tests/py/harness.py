@@ -94,6 +94,20 @@ class RankContext:
         finally:
             timer.cancel()
 
+    def run_checks(self, checks: list[Callable[[RankContext], Any]], seconds: float) -> dict[str, object]:
+        """Runs each check in turn, each under a watchdog of `seconds`, recording its outcome
+        at once: {check name: ("ok", what it returned) or ("failed", traceback)}."""
+        results: dict[str, object] = {}
+        for check in checks:
+            self.progress(check.__name__)
+            try:
+                with self.watchdog(check.__name__, seconds):
+                    results[check.__name__] = ("ok", check(self))
+            except Exception:  # noqa: BLE001
+                results[check.__name__] = ("failed", traceback.format_exc())
+            self.record(check.__name__, results[check.__name__])
+        return results
+
     def new_store(self):
         """A FileStore shared by all ranks; the n-th call returns the same store on every rank."""
         import torch.distributed as dist

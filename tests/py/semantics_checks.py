@@ -588,13 +588,4 @@ CHECK_SECONDS = 60  # each check takes a few seconds; more means it hung
 
 def semantics_job(ctx) -> dict[str, object]:
     """{check name: ("ok", what it returned) or ("failed", traceback)}."""
-    results: dict[str, object] = {}
-    for check in CHECKS:
-        ctx.progress(check.__name__)
-        try:
-            with ctx.watchdog(check.__name__, CHECK_SECONDS):
-                results[check.__name__] = ("ok", check(ctx))
-        except Exception:  # noqa: BLE001
-            results[check.__name__] = ("failed", traceback.format_exc())
-        ctx.record(check.__name__, results[check.__name__])
-    return results
+    return ctx.run_checks(CHECKS, CHECK_SECONDS)

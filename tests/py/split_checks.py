@@ -12,7 +12,6 @@ import json
 import os
 import threading
 import time
-import traceback
 from collections.abc import Callable
 
 import torch
@@ -317,15 +316,7 @@ def split_job(ctx) -> dict[str, object]:
     """{check name: ("ok", what it returned) or ("failed", traceback)}."""
     # One host: the default ("auto") would give these groups links of their own.
     os.environ["HCCL_GO_SPLIT_GROUPS"] = "1"
-    results: dict[str, object] = {}
-    for check in CHECKS:
-        ctx.progress(check.__name__)
-        try:
-            with ctx.watchdog(check.__name__, CHECK_SECONDS):
-                results[check.__name__] = ("ok", check(ctx))
-        except Exception:  # noqa: BLE001
-            results[check.__name__] = ("failed", traceback.format_exc())
-        ctx.record(check.__name__, results[check.__name__])
+    results = ctx.run_checks(CHECKS, CHECK_SECONDS)
     # The default group was shut down by the last check: torch's destroy must still end.
     done = threading.Event()
     threading.Thread(target=lambda: (dist.destroy_process_group(), done.set()), daemon=True).start()

@@ -21,6 +21,7 @@ from torch_hccl_go.bench.results import NOT_AVAILABLE, OK, Result
 from torch_hccl_go.bench.spread import (
     SLOW_FACTOR,
     SLOW_HANDOFF,
+    Spread,
     fast_state_job_results,
     slow_jobs,
     spreads,
@@ -75,7 +76,7 @@ def test_a_slow_job_whose_memcpy_was_slow_alike_is_not_slow_beyond_the_machine()
     assert [job for job, _ in s.slow()] == [2, 4, 5]
     assert [job for job, _ in s.slow_beyond_machine()] == [4, 5]
     assert dict(s.ratios)[2] == pytest.approx(1.25)
-    assert slow_jobs([s], beyond_machine=True)["hccl_go"] == {4: 1, 5: 1}
+    assert slow_jobs([s], Spread.slow_beyond_machine)["hccl_go"] == {4: 1, 5: 1}
     out = io.StringIO()
     print_spread([s], ("hccl_go",), 7, out)
     text = out.getvalue()
@@ -115,7 +116,7 @@ def test_batches_in_the_machine_slow_state_are_left_out_of_the_fast_state_spread
     assert fast[4] == pytest.approx(160e-6)  # batch 0 and 1 touch the slow reading; batch 2 is left
     assert dict((job, k) for job, k, _ in s.job_slow_batches) == {1: 0, 2: 3, 3: 0, 4: 2, 5: 0, 6: 0, 7: 0}
     assert s.slow_share == pytest.approx(5 / 21)
-    assert slow_jobs([s], fast_state=True)["hccl_go"] == {3: 1}
+    assert slow_jobs([s], Spread.slow_in_fast_state)["hccl_go"] == {3: 1}
     out = io.StringIO()
     print_spread([s], ("hccl_go",), 7, out)
     text = out.getvalue()

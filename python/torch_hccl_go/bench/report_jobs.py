@@ -66,8 +66,7 @@ def fast_state_cells(s: Spread) -> str:
     slow = s.slow_in_fast_state()
     listed = ", ".join(f"job {job} ({format_us(t * 1e6)})" for job, t in slow)
     text = f"{len(slow)} of {len(times)}" + (f": {listed}" if slow else "")
-    cells = [format_us(x * 1e6) for x in (lo, mid, hi)]
-    return f"{cells[0]:>10} {cells[1]:>10} {cells[2]:>10} {hi / lo:7.2f}x {shown:>13}  {text}"
+    return f"{range_cells(lo, mid, hi)} {shown:>13}  {text}"
 
 
 def spread_cells(s: Spread) -> str:
@@ -81,10 +80,15 @@ def spread_cells(s: Spread) -> str:
     text = f"{len(slow)} of {len(s.job_times)}" + (f": {listed}" if slow else "")
     if len(s.job_times) < s.jobs:
         text += f" ({s.jobs - len(s.job_times)} jobs did not time it)"
-    cells = [format_us(x * 1e6) for x in (s.min, s.median, s.max)]
     ratios = [r for _, r in s.ratios]
     memcpy = f"{statistics.median(ratios):.2f} ({max(ratios):.2f})" if ratios else "-"
-    return f"{cells[0]:>10} {cells[1]:>10} {cells[2]:>10} {s.max / s.min:7.2f}x {memcpy:>13}  {text}"
+    return f"{range_cells(s.min, s.median, s.max)} {memcpy:>13}  {text}"
+
+
+def range_cells(lo: float, mid: float, hi: float) -> str:
+    """min, median and max (seconds, shown in µs) and max/min, in the table's columns."""
+    cells = [format_us(x * 1e6) for x in (lo, mid, hi)]
+    return f"{cells[0]:>10} {cells[1]:>10} {cells[2]:>10} {hi / lo:7.2f}x"
 
 
 def print_slow_jobs(spreads: list[Spread], names: tuple[str, ...], out: TextIO) -> None:
@@ -96,11 +100,14 @@ def print_slow_jobs(spreads: list[Spread], names: tuple[str, ...], out: TextIO) 
         cases[s.backend] = cases.get(s.backend, 0) + 1
         jobs[s.backend] = max(jobs.get(s.backend, 0), s.jobs)
     print("#", file=out)
-    kinds = [(False, False, "slow jobs"), (True, False, "slow beyond the machine (memcpy not slow alike)")]
+    kinds = [
+        (Spread.slow, "slow jobs"),
+        (Spread.slow_beyond_machine, "slow beyond the machine (memcpy not slow alike)"),
+    ]
     if any(s.job_slow_batches for s in spreads):
-        kinds.append((False, True, "slow in the machine's fast cross-CPU state"))
-    for beyond, fast_state, what in kinds:
-        slow = slow_jobs(spreads, beyond_machine=beyond, fast_state=fast_state)
+        kinds.append((Spread.slow_in_fast_state, "slow in the machine's fast cross-CPU state"))
+    for which, what in kinds:
+        slow = slow_jobs(spreads, which)
         for name in names:
             if name not in cases:
                 continue

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import statistics
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 
 from .results import OK, Result
@@ -163,19 +163,13 @@ def spreads(job_results: Iterable[JobResult]) -> list[Spread]:
 
 
 def slow_jobs(
-    all_spreads: Iterable[Spread], beyond_machine: bool = False, fast_state: bool = False
+    all_spreads: Iterable[Spread], which: Callable[[Spread], list[tuple[int, float]]] = Spread.slow
 ) -> dict[str, Counter[int]]:
-    """Per backend: job number -> at how many of its cases that job was slow (beyond the
-    machine's pace only, with beyond_machine; over the machine's fast state, with
-    fast_state)."""
+    """Per backend: job number -> at how many of its cases that job was slow, by `which`
+    (Spread.slow, Spread.slow_beyond_machine or Spread.slow_in_fast_state)."""
     out: dict[str, Counter[int]] = {}
     for s in all_spreads:
-        counter = out.setdefault(s.backend, Counter())
-        if fast_state:
-            slow = s.slow_in_fast_state()
-        else:
-            slow = s.slow_beyond_machine() if beyond_machine else s.slow()
-        counter.update(job for job, _ in slow)
+        out.setdefault(s.backend, Counter()).update(job for job, _ in which(s))
     return out
 
 

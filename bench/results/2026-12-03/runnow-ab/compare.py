@@ -1,10 +1,12 @@
-import glob, json, statistics, collections, sys
-sys.path.insert(0, "/work/main/python")
+"""Per variant, the median over jobs of each job's median over its batches in the VM's fast
+cross-CPU state: python3 compare.py [FOLDER] (default: this one)."""
+import glob, json, statistics, collections, sys, os
+folder = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.abspath(__file__))
 rows = collections.defaultdict(lambda: collections.defaultdict(list))
 allh = []
 docs = []
-for f in sorted(glob.glob("/tmp/ab/j_*.json")):
-    v = f.split("_")[1]; d = json.load(open(f)); docs.append((v, d))
+for f in sorted(glob.glob(os.path.join(folder, "*_*_*.json"))):
+    v = os.path.basename(f).split("_")[1]; d = json.load(open(f)); docs.append((v, d))
     for r in d["results"]: allh += [x for x in r.get("handoff_ns", []) if x]
 thr = 2 * min(allh)
 for v, d in docs:
