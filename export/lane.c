@@ -303,6 +303,12 @@ static int hg_lane_run(struct hg_lane* l, const void* send, void* recv, size_t c
   __atomic_store_n(s->flags[par][me], e, __ATOMIC_SEQ_CST);
   __atomic_store_n(s->posted[me], e, __ATOMIC_SEQ_CST);
   if (__atomic_load_n(s->waiters[me], __ATOMIC_SEQ_CST) != 0) {
+    // As arena.Post: note this CPU for the sleepers woken here (placement.go's
+    // place word: CPU+1 in the top 16 bits, the epoch's low 48 bits).
+    int cpu = sched_getcpu();
+    if (cpu >= 0) {
+      __atomic_store_n(s->places[me], (uint64_t)(cpu + 1) << 48 | (e & ((1ull << 48) - 1)), __ATOMIC_RELAXED);
+    }
     __atomic_add_fetch(s->bells[me], 1, __ATOMIC_SEQ_CST);
     syscall(SYS_futex, s->bells[me], FUTEX_WAKE, INT_MAX, NULL, NULL, 0);  // not private: peers sleep there
   }
@@ -340,10 +346,12 @@ int hg_lane_allreduce(const void* send, void* recv, size_t count, int dtype, int
   return ran;
 }
 
-void hg_lane_set_rank(struct hg_lane_stream* s, int j, uintptr_t posted, uintptr_t waiters, uintptr_t bells) {
+void hg_lane_set_rank(struct hg_lane_stream* s, int j, uintptr_t posted, uintptr_t waiters, uintptr_t bells,
+                      uintptr_t places) {
   s->posted[j] = (uint64_t*)posted;
   s->waiters[j] = (uint32_t*)waiters;
   s->bells[j] = (uint32_t*)bells;
+  s->places[j] = (uint64_t*)places;
 }
 
 void hg_lane_set_slot(struct hg_lane_stream* s, int par, int j, uintptr_t flag, uintptr_t stamp, uintptr_t inl,

@@ -85,7 +85,7 @@ func registerLane(h uint64, e *commEntry) {
 		s.epoch = (*C.uint64_t)(pinned(&reg.pin, unsafe.Pointer(a.Epoch)))
 		s.closed = (*C.uint32_t)(pinned(&reg.pin, unsafe.Pointer(a.Closed)))
 		for j := range a.Size {
-			C.hg_lane_set_rank(s, C.int(j), C.uintptr_t(a.Posted[j]), C.uintptr_t(a.Waiters[j]), C.uintptr_t(a.Bells[j]))
+			C.hg_lane_set_rank(s, C.int(j), C.uintptr_t(a.Posted[j]), C.uintptr_t(a.Waiters[j]), C.uintptr_t(a.Bells[j]), C.uintptr_t(a.Places[j]))
 			for par := range 2 {
 				C.hg_lane_set_slot(s, C.int(par), C.int(j), C.uintptr_t(a.Flags[par][j]), C.uintptr_t(a.Stamps[par][j]),
 					C.uintptr_t(a.Inline[par][j]), C.uintptr_t(a.Half[par][j]))

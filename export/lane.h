@@ -28,6 +28,7 @@ struct hg_lane_stream {
   uint64_t* posted[HG_LANE_MAX_RANKS];
   uint32_t* waiters[HG_LANE_MAX_RANKS];
   uint32_t* bells[HG_LANE_MAX_RANKS];
+  uint64_t* places[HG_LANE_MAX_RANKS];  // arena place words (transport/arena/placement.go)
   uint64_t* flags[2][HG_LANE_MAX_RANKS];
   unsigned char* stamps[2][HG_LANE_MAX_RANKS];
   unsigned char* inl[2][HG_LANE_MAX_RANKS];
@@ -73,7 +74,8 @@ void hg_lane_stop(uint64_t comm);
 void hg_lane_free(uint64_t comm);
 
 // Set a stream's shared-memory addresses of local rank j (lane.go).
-void hg_lane_set_rank(struct hg_lane_stream* s, int j, uintptr_t posted, uintptr_t waiters, uintptr_t bells);
+void hg_lane_set_rank(struct hg_lane_stream* s, int j, uintptr_t posted, uintptr_t waiters, uintptr_t bells,
+                      uintptr_t places);
 void hg_lane_set_slot(struct hg_lane_stream* s, int par, int j, uintptr_t flag, uintptr_t stamp, uintptr_t inl,
                       uintptr_t half);
 

@@ -403,6 +403,77 @@ def test_gomaxprocs_follows_the_threads_alive():
         assert after <= before
 
 
+def _nice_threads_job(ctx) -> tuple[list[tuple[int, int]], dict[int, int], int]:
+    """The threads of this process whose nice value is not 0, (tid, nice), once one appears or
+    5 s have passed after the first collectives; how often each was found in the nanosleep
+    system call over 200 samples (the Go runtime's monitor thread sleeps there); the main
+    thread's id."""
+    import os
+    import threading
+    import time
+
+    import torch.distributed as dist
+
+    t = torch.ones(2)
+    for _ in range(3):
+        dist.all_reduce(t)
+        dist.broadcast(t, src=0)
+
+    def niced() -> list[tuple[int, int]]:
+        out = []
+        for tid in os.listdir("/proc/self/task"):
+            try:
+                with open(f"/proc/self/task/{tid}/stat") as f:
+                    nice = int(f.read().rsplit(")", 1)[1].split()[16])  # field 19 of stat
+            except (OSError, ValueError, IndexError):
+                continue
+            if nice != 0:
+                out.append((int(tid), nice))
+        return out
+
+    deadline = time.monotonic() + 5
+    found = niced()
+    while not found and time.monotonic() < deadline and os.environ.get("HCCL_GO_SYSMON_NICE") != "0":
+        dist.broadcast(t, src=0)  # keeps the runtime's monitor awake
+        time.sleep(0.01)
+        found = niced()
+    in_nanosleep = {tid: 0 for tid, _ in found}
+    for _ in range(200):
+        for tid in in_nanosleep:
+            try:
+                with open(f"/proc/self/task/{tid}/syscall") as f:
+                    if f.read().split(" ", 1)[0] == "35":  # SYS_nanosleep on x86_64
+                        in_nanosleep[tid] += 1
+            except OSError:
+                pass
+        dist.broadcast(t, src=0)
+        time.sleep(0.0002)
+    return found, in_nanosleep, threading.get_native_id()
+
+
+def test_go_monitor_thread_runs_at_the_lowest_priority():
+    """The Go runtime's monitor thread (sysmon) gets nice 19 once a communicator is set up
+    (export/monitor.go), so that its wake-ups do not preempt ranks: exactly one thread of the
+    process is lowered, it is not the main thread, and it is the one that sleeps in nanosleep."""
+    import platform
+
+    if platform.machine() != "x86_64":
+        pytest.skip("the check reads x86_64 system call numbers")
+    for found, in_nanosleep, main_tid in run_ranks(
+        _nice_threads_job, world_size=2, timeout=60, env={"HCCL_GO_SYSMON_NICE": ""}
+    ):
+        assert [nice for _, nice in found] == [19], found
+        tid = found[0][0]
+        assert tid != main_tid
+        assert in_nanosleep[tid] >= 10, in_nanosleep
+
+
+def test_go_monitor_thread_left_alone_when_asked():
+    """HCCL_GO_SYSMON_NICE=0 leaves every thread's priority as it was."""
+    for found, _, _ in run_ranks(_nice_threads_job, world_size=2, timeout=60, env={"HCCL_GO_SYSMON_NICE": "0"}):
+        assert found == []
+
+
 _EXIT_SCRIPT = """
 import sys, tempfile, torch, torch.distributed as dist
 import torch_hccl_go

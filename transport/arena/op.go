@@ -52,6 +52,7 @@ func (a *Arena) Post(e uint64) {
 	me := a.index
 	a.posted[me].Store(e)
 	if a.waiters[me].Load() != 0 {
+		a.noteCPU(e) // for the sleepers this wakes (placement.go)
 		ring(a.bells[me])
 	}
 }

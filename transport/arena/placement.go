@@ -29,6 +29,13 @@ import (
 // affinity it had. It does nothing when the local ranks outnumber the
 // allowed CPUs (sharing is then unavoidable), and moves at most once per
 // moveInterval.
+//
+// A wait that slept is the other way in: the futex wake-up that ends it
+// may move the sleeper onto the waker's CPU (the kernel prefers the
+// waker's warm cache when the sleeper's CPU has gone idle). So a rank that
+// wakes a sleeping peer notes its CPU first (Post), and a rank woken onto
+// the CPU its waker noted moves off it at once (noteWake): one wake-up
+// would otherwise leave both ranks on one CPU for the rest of the op.
 
 // The system side, replaceable in tests: the calling thread's CPU, and
 // the move (see moveOff).
@@ -73,11 +80,10 @@ func recent(pe, e uint64) bool { return pe+1 >= e&placeEpochMask }
 
 // notePlace runs when a wait for local rank j at epoch e stops spinning.
 func (a *Arena) notePlace(j int, e uint64) {
-	cpu, ok := currentCPU()
+	cpu, ok := a.noteCPU(e)
 	if !ok {
 		return
 	}
-	a.places[a.index].Store(packPlace(cpu, e))
 	pc, pe, ok := unpackPlace(a.places[j].Load())
 	switch {
 	case !ok || !recent(pe, e):
@@ -96,6 +102,35 @@ func (a *Arena) notePlace(j int, e uint64) {
 	a.pl.lastMove.Store(now)
 	a.pl.colocated.Store(0)
 	if moveThread(func(c int) bool { return a.seenOn(c, cpu, e) }, len(a.ranks)) {
+		a.pl.moves.Add(1)
+	}
+}
+
+// noteCPU writes this rank's CPU and epoch e into its place word and
+// returns the CPU.
+func (a *Arena) noteCPU(e uint64) (int, bool) {
+	cpu, ok := currentCPU()
+	if ok {
+		a.places[a.index].Store(packPlace(cpu, e))
+	}
+	return cpu, ok
+}
+
+// noteWake runs when a wait for local rank j at epoch e ends after it
+// slept on CPU slept.
+func (a *Arena) noteWake(j int, e uint64, slept int) {
+	cpu, ok := currentCPU()
+	if !ok || cpu == slept {
+		return
+	}
+	pc, pe, ok := unpackPlace(a.places[j].Load())
+	if !ok || pc != cpu || !recent(pe, e) {
+		return // not woken onto the waker's CPU
+	}
+	a.places[a.index].Store(packPlace(cpu, e)) // where it runs now, not where it slept
+	if moveThread(func(c int) bool { return a.seenOn(c, cpu, e) }, len(a.ranks)) {
+		a.pl.lastMove.Store(placementClock())
+		a.pl.colocated.Store(0)
 		a.pl.moves.Add(1)
 	}
 }

@@ -161,3 +161,58 @@ func stepOnce(ctx context.Context, a *Arena) error {
 	a.End(err)
 	return err
 }
+
+func TestWokenOntoTheWakersCPUMovesBack(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		slept, now int // the sleeper's CPU before and after the wake-up
+		wakerCPU   int
+		wakerEpoch func(e uint64) uint64
+		cpus       int
+		wantMoves  []int
+	}{
+		{"woken onto the waker's CPU", 1, 0, 0, func(e uint64) uint64 { return e }, 2, []int{1}},
+		{"woken where it slept", 1, 1, 0, func(e uint64) uint64 { return e }, 2, nil},
+		{"moved, but not to the waker", 2, 1, 0, func(e uint64) uint64 { return e }, 3, nil},
+		{"the waker's note is stale", 1, 0, 0, func(e uint64) uint64 { return e - 2 }, 2, nil},
+		{"more ranks than CPUs", 1, 0, 0, func(e uint64) uint64 { return e }, 1, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := connectAll(t, 2, testConfig(t.TempDir()))[0]
+			f := &fakeSystem{cpu: tc.now, cpus: tc.cpus}
+			f.install(t)
+			const e = 10
+			a.places[a.index].Store(packPlace(tc.slept, e)) // noted before the sleep
+			a.places[1].Store(packPlace(tc.wakerCPU, tc.wakerEpoch(e)))
+			a.noteWake(1, e, tc.slept)
+			require.Equal(t, tc.wantMoves, f.moves)
+			require.Equal(t, int64(len(tc.wantMoves)), a.Moves())
+		})
+	}
+}
+
+// TestPostNotesTheWakersCPU: a Post that wakes sleepers writes its CPU and
+// epoch into the own place word first; one that wakes nobody leaves it.
+func TestPostNotesTheWakersCPU(t *testing.T) {
+	arenas := connectAll(t, 2, testConfig(t.TempDir()))
+	a := arenas[0]
+	f := &fakeSystem{cpu: 1, cpus: 2}
+	f.install(t)
+	require.NoError(t, a.Begin(0))
+	e := a.Next()
+	a.Post(e)
+	_, _, ok := unpackPlace(a.places[a.index].Load())
+	require.False(t, ok, "a Post with no sleeper notes nothing")
+	a.End(nil)
+
+	require.NoError(t, a.Begin(0))
+	e = a.Next()
+	a.waiters[a.index].Add(1) // a sleeper on the own bell
+	a.Post(e)
+	a.waiters[a.index].Add(^uint32(0))
+	cpu, pe, ok := unpackPlace(a.places[a.index].Load())
+	require.True(t, ok)
+	require.Equal(t, 1, cpu)
+	require.Equal(t, e, pe)
+	a.End(nil)
+}

@@ -35,8 +35,9 @@ type Raw struct {
 	Closed *atomic.Bool // set by Close
 
 	// By local index: the posted word (uint64), the waiters count and the
-	// bell (uint32 futex words) of each rank's segment.
-	Posted, Waiters, Bells []uintptr
+	// bell (uint32 futex words), and the place word (uint64, placement.go)
+	// of each rank's segment.
+	Posted, Waiters, Bells, Places []uintptr
 	// By parity, then local index: the inline slot's flag (uint64), its
 	// stamp (24 bytes) and its payload (InlineBytes), and the data half
 	// (HalfBytes).
@@ -52,12 +53,13 @@ func (a *Arena) Raw() Raw {
 		Index: a.index, Size: p, InlineBytes: a.geom.inlineBytes, HalfBytes: a.geom.halfSize(),
 		Spin: a.spin, Yield: a.cfg.YieldTime,
 		Epoch: &a.epoch, Closed: &a.closed,
-		Posted: make([]uintptr, p), Waiters: make([]uintptr, p), Bells: make([]uintptr, p),
+		Posted: make([]uintptr, p), Waiters: make([]uintptr, p), Bells: make([]uintptr, p), Places: make([]uintptr, p),
 	}
 	for j := range p {
 		r.Posted[j] = uintptr(unsafe.Pointer(a.posted[j]))
 		r.Waiters[j] = uintptr(unsafe.Pointer(a.waiters[j]))
 		r.Bells[j] = uintptr(unsafe.Pointer(a.bells[j]))
+		r.Places[j] = uintptr(unsafe.Pointer(a.places[j]))
 	}
 	for par := range 2 {
 		r.Flags[par] = make([]uintptr, p)

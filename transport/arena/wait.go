@@ -43,6 +43,7 @@ func (a *Arena) wait(ctx context.Context, j int, w *atomic.Uint64, e uint64) err
 		}
 	}
 	a.notePlace(j, e)
+	slept := -1 // the CPU of the last sleep below (-1: none)
 	nextLiveness := time.Duration(0)
 	var y yielder
 	var stopWake func() bool
@@ -57,6 +58,9 @@ func (a *Arena) wait(ctx context.Context, j int, w *atomic.Uint64, e uint64) err
 	bell := a.bells[j]
 	for {
 		if w.Load() >= e {
+			if slept >= 0 {
+				a.noteWake(j, e, slept)
+			}
 			return nil
 		}
 		elapsed := time.Since(start)
@@ -96,6 +100,9 @@ func (a *Arena) wait(ctx context.Context, j int, w *atomic.Uint64, e uint64) err
 		d := min(a.cfg.LivenessInterval, nextLiveness-elapsed)
 		if dl, ok := ctx.Deadline(); ok {
 			d = min(d, time.Until(dl))
+		}
+		if cpu, ok := currentCPU(); ok {
+			slept = cpu
 		}
 		err := sleepOn(bell, b, max(d, time.Microsecond))
 		a.waiters[j].Add(^uint32(0))
