@@ -49,10 +49,11 @@ func sysmonNice(v string) (int, error) {
 }
 
 // monitorSearch is how long one search for the thread samples, and how
-// often.
+// often: it usually ends after monitorHits samples; the window is long for
+// a loaded machine, where sysmon waits for a core between its sleeps.
 const (
-	monitorSearch   = 50 * time.Millisecond
-	monitorInterval = 100 * time.Microsecond
+	monitorSearch   = 200 * time.Millisecond
+	monitorInterval = 500 * time.Microsecond
 )
 
 // monitorHits is how many samples must find the same thread in nanosleep,
