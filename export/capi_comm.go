@@ -168,12 +168,6 @@ func goCommInitRank(comm *C.hcclGoComm_t, nranks, rank C.int, lh C.hcclGoListene
 	if err := applyMaxProcs(rv.HostIDs, rv.Rank); err != nil {
 		return refuse("%v", err)
 	}
-	v, _ := cGetenv(sysmonNiceVar)
-	nice, err := sysmonNice(v)
-	if err != nil {
-		return refuse("%v", err)
-	}
-	lowerMonitor(nice) // while the connections below keep the runtime awake
 	c, err := pgbackend.Connect(context.Background(), l, rv, cfg)
 	if err != nil {
 		return fail(nil, err)

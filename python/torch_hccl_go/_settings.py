@@ -55,12 +55,6 @@ SETTINGS = _library_settings() + [
         "0 leaves Go's default.",
     ),
     Setting(
-        "HCCL_GO_SYSMON_NICE",
-        "19",
-        "Nice value the Go runtime's monitor thread (sysmon) gets once a communicator is set up, so that "
-        "its wake-ups do not preempt ranks; 0 leaves it alone.",
-    ),
-    Setting(
         "HCCL_GO_REFRESH_MS",
         "2",
         "How often each thread that calls into the library lets its Go processor through the Go scheduler, "
