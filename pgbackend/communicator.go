@@ -60,6 +60,9 @@ type Communicator struct {
 	// memory (collectives/intra, arenaFor); otherwise the arenas carry the
 	// intra-host phases of the hierarchical collectives (hiers).
 	arenas [numStreams]*arena.Arena
+	// shmJob names the arenas' segments (connect.go jobID); a split's
+	// arenas are named after their root's (split_arena.go).
+	shmJob string
 	// hiers, one per stream, are set when the communicator spans several
 	// hosts and every shared host has its arenas (topology.go): the
 	// hierarchical algorithm then runs as collectives/hier.
@@ -113,6 +116,7 @@ func (c *Communicator) Config() Config { return c.cfg }
 // communicator must still be destroyed.
 func (c *Communicator) Abort() {
 	c.stopLane()
+	c.stopSplitLanes()
 	c.cancel(ErrAborted)
 	_ = c.ep.Close()
 	if c.mon != nil {

@@ -89,6 +89,7 @@ func connect(ctx context.Context, l *tcp.Listener, rv Rendezvous, cfg Config) (*
 	}
 	c := New(hybrid.New(rv.Rank, size, routes), cfg, kinds) // closes both endpoints
 	if cfg.ShmCollectives {
+		c.shmJob = jobID(rv)
 		// An arena per stream (each runs one op at a time) among the ranks
 		// of this host: the whole op when they are the whole communicator,
 		// else the intra-host phases of the hierarchical collectives.

@@ -96,6 +96,7 @@ func (c *Communicator) fail(cause error, notify bool) error {
 		return nil
 	}
 	c.stopLane()
+	c.stopSplitLanes()
 	reason := cause.Error()
 	if note := c.autoDump(cause.Error()); note != "" {
 		cause = &notedError{err: cause, note: note}

@@ -14,10 +14,10 @@ import (
 // Splits. A communicator split from another (Split, as ncclCommSplit) is
 // a view of some of its ranks (transport/sub) over the links of the
 // communicator that connected them, its root: no connection, socket,
-// shared-memory segment, monitor or thread of its own, only its streams'
-// goroutines and a tag space that keeps its messages apart from the
-// root's and from every other split sharing a link (split_agree.go). A
-// split of a split is a view of the root too.
+// monitor or thread of its own, only its streams' goroutines and a tag
+// space that keeps its messages apart from the root's and from every other
+// split sharing a link (split_agree.go). A split of a split is a view of
+// the root too.
 //
 // Lifetime: a split lives as long as its root. Destroying the root fails
 // every split of it still alive, at once: their pending ops and every
@@ -29,8 +29,9 @@ import (
 //
 // Splits run their collectives as messages over the root's links
 // (shared-memory rings between ranks of a host, TCP across), choosing the
-// algorithm by size: they have no arena, no topology of their own and no
-// fast lane.
+// algorithm by size, except a split whose members all share a host: it
+// gets an arena of its own on its default stream (split_arena.go). Splits
+// have no topology of their own.
 
 // ErrParentDestroyed fails the ops of a split whose root was destroyed.
 var ErrParentDestroyed = errors.New("the communicator it was split from was destroyed")
@@ -108,7 +109,7 @@ func (c *Communicator) Split(ctx context.Context, name string, ranks []int, cfg 
 	if err != nil {
 		return nil, fmt.Errorf("split %q rank %d: %w", name, c.rank, err)
 	}
-	child, err := newSplit(root, rootRanks, space, cfg)
+	child, err := newSplit(ctx, root, rootRanks, space, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("split %q rank %d: %w", name, c.rank, err)
 	}
@@ -144,7 +145,7 @@ func (c *Communicator) checkSplitRanks(ranks []int) error {
 
 // newSplit builds the split of root's ranks rootRanks in tag space space.
 // Its context is a child of the root's: the root's failure is its own.
-func newSplit(root *Communicator, rootRanks []int, space int, cfg Config) (*Communicator, error) {
+func newSplit(ctx context.Context, root *Communicator, rootRanks []int, space int, cfg Config) (*Communicator, error) {
 	view, err := sub.New(root.links, rootRanks, space)
 	if err != nil {
 		return nil, err
@@ -152,8 +153,8 @@ func newSplit(root *Communicator, rootRanks []int, space int, cfg Config) (*Comm
 	var kinds, addrs []string
 	for _, r := range rootRanks {
 		if root.transports != nil {
-			// A split has no arena: the ranks of a host talk in messages
-			// over the shared-memory rings.
+			// The ranks of a host talk in messages over the shared-memory
+			// rings, unless the split gets arenas below.
 			kinds = append(kinds, strings.TrimSuffix(root.transports[r], "+arena"))
 		}
 		if root.addrs != nil {
@@ -163,6 +164,11 @@ func newSplit(root *Communicator, rootRanks []int, space int, cfg Config) (*Comm
 	c := newCommunicator(root.ctx, view, cfg, kinds)
 	c.addrs = addrs
 	c.split = splitState{root: root, rootRanks: rootRanks, space: space, family: root.split.family}
+	if err := c.connectSplitArenas(ctx, root); err != nil {
+		c.cancel(err)
+		_ = view.Close()
+		return nil, err
+	}
 	return c, nil
 }
 
@@ -181,7 +187,23 @@ func (c *Communicator) orphanSplits() {
 	}
 	fam.mu.Unlock()
 	for _, ch := range children {
+		ch.stopLane() // a split with arenas may have a C lane: no op may take it now
 		ch.cancel(ErrParentDestroyed)
+	}
+}
+
+// stopSplitLanes closes the C lanes of this root's live splits (its
+// failure): their other ops fail through their contexts, children of the
+// root's.
+func (c *Communicator) stopSplitLanes() {
+	if c.split.root != nil {
+		return
+	}
+	fam := c.split.family
+	fam.mu.Lock()
+	defer fam.mu.Unlock()
+	for _, ch := range fam.live {
+		ch.stopLane()
 	}
 }
 

@@ -3,6 +3,7 @@ package pgbackend
 import (
 	"context"
 	"fmt"
+	"os"
 	"testing"
 	"time"
 
@@ -301,4 +302,73 @@ func TestSplitNamesMayDiffer(t *testing.T) {
 		}
 	})
 	allReduceRanks(t, kids)
+}
+
+// TestSplitArenas: a split whose members share one host runs its
+// collectives in shared memory, holds no file descriptor of its own, and
+// a split across hosts keeps messages.
+func TestSplitArenas(t *testing.T) {
+	oneHost := connectAll(t, []string{"h", "h", "h", "h"}, testConfig())
+	fds := openFDs(t)
+	odd := splitAll(t, oneHost, "odd", []int{3, 1}, testConfig())
+	all := splitAll(t, oneHost, "all", []int{2, 0, 3, 1}, testConfig())
+	assert.Equal(t, fds, openFDs(t), "splits with arenas hold no file descriptors")
+	for _, g := range [][]*Communicator{members(odd), members(all)} {
+		for _, c := range g {
+			for r, kind := range c.Info().Transports {
+				if r != c.Rank() {
+					assert.Equal(t, "shm+arena", kind, "rank %d to %d", c.Rank(), r)
+				}
+			}
+			assert.NotNil(t, c.arenaFor(0, c.options("allreduce", 1)), "rank %d: all_reduce in the arena", c.Rank())
+		}
+		allReduceRanks(t, g)
+	}
+
+	twoHosts := connectAll(t, []string{"a", "a", "b", "b"}, testConfig())
+	across := splitAll(t, twoHosts, "across", []int{0, 1, 2}, testConfig())
+	for _, c := range members(across) {
+		assert.Nil(t, c.arenas[0], "rank %d: a split across hosts has no arena", c.Rank())
+	}
+	allReduceRanks(t, members(across))
+}
+
+// TestSplitArenaPeerGone: a split's arena learns that a member is gone
+// from the root's arenas: a wait for a member whose root arena closed fails.
+func TestSplitArenaPeerGone(t *testing.T) {
+	parents := connectAll(t, []string{"h", "h"}, testConfig())
+	g := splitAll(t, parents, "pair", []int{0, 1}, testConfig())
+	a := g[0].arenas[0]
+	require.NotNil(t, a)
+	alive, err := a.Alive(1)
+	require.NoError(t, err)
+	assert.True(t, alive)
+	require.NoError(t, parents[1].arenas[0].Close()) // rank 1's root arena goes away
+	require.Eventually(t, func() bool {
+		alive, err := a.Alive(1)
+		return err == nil && !alive
+	}, 5*time.Second, time.Millisecond, "the split still sees rank 1 alive")
+}
+
+// openFDs counts this process's open file descriptors.
+func openFDs(t *testing.T) int {
+	t.Helper()
+	entries, err := os.ReadDir("/proc/self/fd")
+	require.NoError(t, err)
+	return len(entries)
+}
+
+// TestDisjointSplitsArenas: two splits with no rank in common may take
+// the same tag space; their arenas must still be apart.
+func TestDisjointSplitsArenas(t *testing.T) {
+	parents := connectAll(t, []string{"h", "h", "h", "h"}, testConfig())
+	done := make(chan []*Communicator, 2)
+	for _, m := range [][]int{{0, 1}, {2, 3}} {
+		go func() { done <- splitAll(t, parents, fmt.Sprint(m), m, testConfig()) }()
+	}
+	a, b := <-done, <-done
+	for _, g := range [][]*Communicator{members(a), members(b)} {
+		require.NotNil(t, g[0].arenas[0])
+		allReduceRanks(t, g)
+	}
 }

@@ -76,8 +76,10 @@ def _split_parent(global_ranks: list[int], size: int, opts: Options):
     """The backend a new group is split from: the default group's, when it is a live hccl_go
     backend of this process, the group is a subgroup (global ranks known) and the split
     setting (HCCL_GO_SPLIT_GROUPS, Options(split_groups=...)) asks for it: `1` always,
-    `auto` when no two members share a host (a split has no shared-memory arena, so a group
-    with members on one host keeps its own links). None: connect the group anew."""
+    `auto` when its members are all on one host (the split then has shared-memory arenas of
+    its own, over the parent's links) or each on a host of its own. A group with two members
+    on one host and others elsewhere keeps its own links under auto: a split discovers no
+    topology, so it would run no hierarchical algorithm. None: connect the group anew."""
     mode = _split_mode(opts)
     if len(global_ranks) != size or size < 1 or mode == "off" or _wants_own_links(opts):
         return None
@@ -89,16 +91,18 @@ def _split_parent(global_ranks: list[int], size: int, opts: Options):
         return None
     if not isinstance(parent, _C.HcclGoBackend) or not parent.is_open:
         return None
-    if mode == "auto" and not _on_distinct_hosts(_HOSTS.get(parent.comm_handle), global_ranks):
+    if mode == "auto" and not _splits_well(_HOSTS.get(parent.comm_handle), global_ranks):
         return None
     return parent
 
 
-def _on_distinct_hosts(hosts: list[str] | None, members: list[int]) -> bool:
-    """Whether no two members share a host (False when the hosts are not known)."""
+def _splits_well(hosts: list[str] | None, members: list[int]) -> bool:
+    """Whether the members are all on one host or each on a host of its own (False when the
+    hosts are not known)."""
     if hosts is None or any(not 0 <= r < len(hosts) for r in members):
         return False
-    return len({hosts[r] for r in members}) == len(members)
+    distinct = len({hosts[r] for r in members})
+    return distinct == 1 or distinct == len(members)
 
 
 def _wants_own_links(opts: Options) -> bool:

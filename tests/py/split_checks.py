@@ -314,7 +314,7 @@ CHECK_SECONDS = 90
 
 def split_job(ctx) -> dict[str, object]:
     """{check name: ("ok", what it returned) or ("failed", traceback)}."""
-    # One host: the default ("auto") would give these groups links of their own.
+    # Every group a split, whatever its members' hosts.
     os.environ["HCCL_GO_SPLIT_GROUPS"] = "1"
     results = ctx.run_checks(CHECKS, CHECK_SECONDS)
     # The default group was shut down by the last check: torch's destroy must still end.

@@ -2,7 +2,8 @@
 reach each other through the shared-memory arena (comm_info says shm+arena), the others
 over TCP, and the hierarchical collectives, forced for every op, give the reference
 result through torch.distributed on even and uneven hosts and in a subgroup (one that
-connects its own links: a split of the default group has no arena, see README Groups)."""
+connects its own links: a split of the default group that spans hosts has no arena, see
+README Groups)."""
 
 from __future__ import annotations
 
@@ -24,8 +25,8 @@ def inputs(rank: int, n: int, dtype, seed: int):
 
 
 def hosts_job(ctx, hosts: list[str], subgroup: list[int] | None, split: bool | None = False) -> dict:
-    """split None: the default setting (auto), which splits a group only when no two members
-    share a host."""
+    """split None: the default setting (auto), which splits a group whose members are all on
+    one host or each on a host of its own."""
     import json
     import os
 
@@ -44,13 +45,14 @@ def hosts_job(ctx, hosts: list[str], subgroup: list[int] | None, split: bool | N
         if ctx.rank not in subgroup:
             return {}
         if split is None:
-            split = len({hosts[r] for r in subgroup}) == len(subgroup)
+            split = len({hosts[r] for r in subgroup}) in (1, len(subgroup))
     info = torch_hccl_go.comm_info(group)
     assert ("split" in info) == bool(split), f"split {split}, comm_info {info}"
     transports = info["transports"]
     me = ranks.index(ctx.rank)
     for peer, kind in enumerate(transports):
-        local = "shm" if split else "shm+arena"  # a split has no arena
+        one_host = len({hosts[r] for r in ranks}) == 1
+        local = "shm" if split and not one_host else "shm+arena"  # a split across hosts has no arena
         want = "self" if peer == me else (local if hosts[ranks[peer]] == hosts[ctx.rank] else "tcp")
         assert kind == want, f"transport to peer {peer}: {kind}, want {want} ({transports})"
 

@@ -81,6 +81,16 @@ func Connect(ctx context.Context, rank int, local []int, jobID string, cfg Confi
 		}
 		return nil, fmt.Errorf("arena rank %d: %w", rank, err)
 	}
+	if cfg.Liveness != nil {
+		for _, s := range a.segs {
+			if err := s.closeFile(); err != nil {
+				for _, s := range a.segs {
+					_ = s.release()
+				}
+				return nil, fmt.Errorf("arena rank %d: %w", rank, err)
+			}
+		}
+	}
 	a.bindViews()
 	return a, nil
 }

@@ -35,6 +35,12 @@ type Config struct {
 	// waits for are still alive, and the longest one futex sleep lasts
 	// (default 100ms).
 	LivenessInterval time.Duration
+	// Liveness, when set, says whether local rank j is alive, in place of
+	// the lock each rank holds on its segment file: an arena of a subset of
+	// another arena's ranks asks that one (a split communicator's). The
+	// arena then closes its segment files once every rank has mapped them
+	// and holds no file descriptor.
+	Liveness func(j int) (bool, error)
 }
 
 const (

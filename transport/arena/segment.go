@@ -184,6 +184,20 @@ func (s *segment) pid() int { return int(word64(s.mem, hPid).Load()) }
 // closed its arena or died.
 func (s *segment) alive() (bool, error) { return lockHeld(s.fd) }
 
+// closeFile closes the segment's file, keeping the mapping: the lock on it
+// (the own segment's) is gone, and alive no longer works.
+func (s *segment) closeFile() error {
+	if s.fd < 0 {
+		return nil
+	}
+	err := closeFile(s.fd)
+	s.fd = -1
+	if err != nil {
+		return fmt.Errorf("close segment %s: %w", s.path, err)
+	}
+	return nil
+}
+
 // unlink removes the own segment's file; mappings stay valid.
 func (s *segment) unlink() error {
 	if !s.linked {

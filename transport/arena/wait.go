@@ -127,9 +127,31 @@ func (a *Arena) interrupted(ctx context.Context, j int, e uint64) error {
 	return nil
 }
 
+// Alive reports, for another arena's Config.Liveness, whether local rank j
+// still has this arena open. It fails once this arena is closed.
+func (a *Arena) Alive(j int) (bool, error) {
+	a.life.RLock()
+	defer a.life.RUnlock()
+	if a.closed.Load() {
+		return false, ErrClosed
+	}
+	if j == a.index {
+		return true, nil
+	}
+	return a.peerAlive(j)
+}
+
+// peerAlive reports whether local rank j still has the arena open.
+func (a *Arena) peerAlive(j int) (bool, error) {
+	if a.cfg.Liveness != nil {
+		return a.cfg.Liveness(j)
+	}
+	return a.segs[j].alive()
+}
+
 // checkPeer fails when local rank j is gone and has not reached e.
 func (a *Arena) checkPeer(j int, w *atomic.Uint64, e uint64) error {
-	alive, err := a.segs[j].alive()
+	alive, err := a.peerAlive(j)
 	if err != nil {
 		return fmt.Errorf("wait for peer rank %d: %w", a.ranks[j], err)
 	}
