@@ -165,8 +165,7 @@ func newSplit(ctx context.Context, root *Communicator, rootRanks []int, space in
 	c.addrs = addrs
 	c.split = splitState{root: root, rootRanks: rootRanks, space: space, family: root.split.family}
 	if err := c.connectSplitArenas(ctx, root); err != nil {
-		c.cancel(err)
-		_ = view.Close()
+		_ = c.Destroy() // its streams, view and any arena made; it was never registered
 		return nil, err
 	}
 	return c, nil
