@@ -40,9 +40,10 @@ func (c *Communicator) connectSplitArenas(ctx context.Context, root *Communicato
 	if ra == nil || !c.cfg.ShmCollectives || c.size < 2 {
 		return nil
 	}
+	rootLocal := ra.Ranks()
 	rootIndex := make([]int, c.size) // split rank -> local index in the root's arenas
 	for i, r := range c.split.rootRanks {
-		j, ok := slices.BinarySearch(ra.Ranks(), r)
+		j, ok := slices.BinarySearch(rootLocal, r)
 		if !ok {
 			return nil // a member on another host
 		}

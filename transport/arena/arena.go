@@ -81,16 +81,6 @@ func Connect(ctx context.Context, rank int, local []int, jobID string, cfg Confi
 		}
 		return nil, fmt.Errorf("arena rank %d: %w", rank, err)
 	}
-	if cfg.Liveness != nil {
-		for _, s := range a.segs {
-			if err := s.closeFile(); err != nil {
-				for _, s := range a.segs {
-					_ = s.release()
-				}
-				return nil, fmt.Errorf("arena rank %d: %w", rank, err)
-			}
-		}
-	}
 	a.bindViews()
 	return a, nil
 }
@@ -124,7 +114,7 @@ func checkLocal(rank int, local []int) (int, error) {
 }
 
 // setup creates the own segment, maps every peer's, and unlinks the own
-// once all peers have attached.
+// once all peers have attached (and closes the files under Config.Liveness).
 func (a *Arena) setup(ctx context.Context, hash uint64) error {
 	p := len(a.ranks)
 	want := header{nLocal: p, geom: a.geom, hash: hash, pid: processID()}
@@ -164,7 +154,17 @@ func (a *Arena) setup(ctx context.Context, hash uint64) error {
 	if err != nil {
 		return fmt.Errorf("wait for %d peers to map this rank's segment (%d did): %w", p-1, attach.Load(), err)
 	}
-	return a.own.unlink()
+	if err := a.own.unlink(); err != nil {
+		return err
+	}
+	if a.cfg.Liveness != nil { // the files' locks are not needed (Config.Liveness)
+		for _, s := range a.segs {
+			if err := s.closeFile(); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // retry calls try until it returns anything but errNotReady, backing off

@@ -95,11 +95,17 @@ func (a *Arena) notePlace(j int, e uint64) {
 	if a.pl.colocated.Add(1) < colocatedLimit || a.index < j {
 		return // the peer with the higher index moves
 	}
-	now := placementClock()
-	if last := a.pl.lastMove.Load(); last != 0 && now-last < int64(moveInterval) {
+	if last := a.pl.lastMove.Load(); last != 0 && placementClock()-last < int64(moveInterval) {
 		return
 	}
-	a.pl.lastMove.Store(now)
+	a.moveOff(cpu, e)
+}
+
+// moveOff moves this rank's thread off CPU cpu to one where no local rank
+// was seen at epoch e, and records the attempt (the rate limit's clock,
+// the run of co-located waits) and the move.
+func (a *Arena) moveOff(cpu int, e uint64) {
+	a.pl.lastMove.Store(placementClock())
 	a.pl.colocated.Store(0)
 	if moveThread(func(c int) bool { return a.seenOn(c, cpu, e) }, len(a.ranks)) {
 		a.pl.moves.Add(1)
@@ -128,11 +134,7 @@ func (a *Arena) noteWake(j int, e uint64, slept int) {
 		return // not woken onto the waker's CPU
 	}
 	a.places[a.index].Store(packPlace(cpu, e)) // where it runs now, not where it slept
-	if moveThread(func(c int) bool { return a.seenOn(c, cpu, e) }, len(a.ranks)) {
-		a.pl.lastMove.Store(placementClock())
-		a.pl.colocated.Store(0)
-		a.pl.moves.Add(1)
-	}
+	a.moveOff(cpu, e)
 }
 
 // seenOn reports whether CPU c is this rank's current one or one that a
