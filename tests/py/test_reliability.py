@@ -369,14 +369,17 @@ def _wrong_secret_hello(challenge: bytes, claimed_rank: int, size: int) -> bytes
     return fields + mac
 
 
-def _attack(port: int, kind: str, size: int) -> str:
+def _attack(port: int, kind: str, size: int, sent: threading.Event | None = None) -> str:
     """One stranger's attempt on a rank's port; returns how it ended for the stranger.
     The payload goes out at once, before the acceptor's challenge arrives: during
     init the rank only starts accepting once every rank has published its address,
-    and the kernel queues both the connection and its bytes until then."""
+    and the kernel queues both the connection and its bytes until then. `sent` is
+    set once the payload is queued (or the attempt has ended)."""
     try:
         s = socket.create_connection(("127.0.0.1", port), timeout=5)
     except ConnectionRefusedError:
+        if sent is not None:
+            sent.set()
         return "refused"
     with s:
         s.settimeout(30)
@@ -387,6 +390,8 @@ def _attack(port: int, kind: str, size: int) -> str:
             s.shutdown(socket.SHUT_WR)
         else:
             s.sendall(_wrong_secret_hello(os.urandom(40), size - 1, size))
+        if sent is not None:
+            sent.set()
         try:
             reply = b""
             while True:
@@ -439,14 +444,21 @@ def _attack_listeners(world, workdir):
         time.sleep(0.05)
     outcomes: dict[int, dict[str, str]] = {r: {} for r in ports}
 
-    def attack(r, kind):
-        outcomes[r][kind] = _attack(ports[r], kind, world)
+    def attack(r, kind, sent):
+        try:
+            outcomes[r][kind] = _attack(ports[r], kind, world, sent)
+        finally:
+            sent.set()
 
     kinds = ("garbage", "wrong-secret", "short")
-    threads = [threading.Thread(target=attack, args=(r, k)) for r in ports for k in kinds]
+    attacks = [(r, k, threading.Event()) for r in ports for k in kinds]
+    threads = [threading.Thread(target=attack, args=a) for a in attacks]
     for t in threads:
         t.start()
-    time.sleep(0.2)  # the connections are queued before this rank publishes its address
+    # Every attack is queued before this rank publishes its address: one that
+    # arrived after the others had connected would find the listener closing.
+    for _, _, sent in attacks:
+        sent.wait(30)
     _SECURITY["ports"], _SECURITY["during_init"], _SECURITY["threads"] = ports, outcomes, threads
 
 
