@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"sync"
 	"time"
@@ -21,8 +22,25 @@ const (
 	maxDialBackoff = 500 * time.Millisecond
 )
 
-// keepAlive detects a vanished host (no FIN, no RST) within about 25 s.
+// keepAlive detects a vanished host (no FIN, no RST) within 25-35 s.
 var keepAlive = net.KeepAliveConfig{Enable: true, Idle: 10 * time.Second, Interval: 5 * time.Second, Count: 3}
+
+// keepAliveJitter spreads the first probe of each connection over this much
+// beyond keepAlive.Idle. A communicator's links mostly go idle at the same
+// moment (the end of setup; most links carry nothing while its algorithms
+// use a few), so without it every link's probes leave in the same tick, each
+// retry too: at 128 ranks on one machine (8,128 loopback links) those bursts
+// overflowed the kernel's input backlog (net.core.netdev_max_backlog) and
+// links were declared dead after three lost probes.
+const keepAliveJitter = 10 * time.Second
+
+// keepAliveFor is keepAlive with the first probe at a random point of the
+// jitter window.
+func keepAliveFor() net.KeepAliveConfig {
+	c := keepAlive
+	c.Idle += time.Duration(rand.Int64N(int64(keepAliveJitter)))
+	return c
+}
 
 var errConnectTimeout = errors.New("connection setup timed out")
 
@@ -196,7 +214,7 @@ func (s *setup) serve(conn *net.TCPConn) {
 // setup ends, or the peer refuses for good or its address is settled
 // unreachable (either of which aborts the setup).
 func (s *setup) dialLoop(ctx context.Context, abort context.CancelCauseFunc, addr string, peer, stream int) {
-	d := net.Dialer{KeepAliveConfig: keepAlive, Timeout: s.cfg.UnreachableTimeout}
+	d := net.Dialer{KeepAliveConfig: keepAliveFor(), Timeout: s.cfg.UnreachableTimeout}
 	backoff := minDialBackoff
 	for ctx.Err() == nil {
 		start := time.Now()
@@ -242,7 +260,7 @@ func tune(c *net.TCPConn) error {
 	if err := c.SetNoDelay(true); err != nil {
 		return fmt.Errorf("set TCP_NODELAY: %w", err)
 	}
-	if err := c.SetKeepAliveConfig(keepAlive); err != nil {
+	if err := c.SetKeepAliveConfig(keepAliveFor()); err != nil {
 		return fmt.Errorf("set keepalive: %w", err)
 	}
 	return nil

@@ -1,0 +1,117 @@
+"""The table of a scale run: reads the rank-*.json files scale_rank wrote.
+
+    python3 bench/scale/report.py DIR [--json OUT]
+
+Prints, for the whole job: when the last rank had its communicator, how long
+the init call itself took (median and max over ranks), how many checks ran
+and failed, the split's cost, and a small all_reduce's time; then per rank
+(median and max over ranks) the sockets, descriptors, threads and memory
+after init, after the split and at the end, and what the library added to
+each beyond the process's own (its state before the first call). Exits 1
+when a rank is missing or a check failed. Standard library only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import os
+import statistics
+import sys
+
+
+def load(directory: str) -> list[dict]:
+    ranks = []
+    for path in sorted(glob.glob(os.path.join(directory, "rank-*.json"))):
+        with open(path) as f:
+            ranks.append(json.load(f))
+    return sorted(ranks, key=lambda r: r["rank"])
+
+
+def spread(values: list[float]) -> tuple[float, float]:
+    return statistics.median(values), max(values)
+
+
+def summary(ranks: list[dict]) -> dict:
+    n = ranks[0]["nranks"]
+    first_start = min(r["t_start"] for r in ranks)
+    out = {
+        "nranks": n,
+        "ranks_per_host": ranks[0]["ranks_per_host"],
+        "ranks_reported": len(ranks),
+        "job_ready_s": max(r["t_init"] for r in ranks) - first_start,
+        "init_call_s": spread([r["t_init"] - r["t_addrs"] for r in ranks]),
+        "checked_s": max(r["t_checked"] for r in ranks) - max(r["t_init"] for r in ranks),
+        "checks": sum(r["checks"] for r in ranks),
+        "failed": sum(r["failed"] for r in ranks),
+        "failures": {r["rank"]: r["failures"] for r in ranks if r["failed"]},
+        "split_s": spread([r["split_s"] for r in ranks]),
+        "small_all_reduce_us": spread([r["small_all_reduce_us"] for r in ranks]),
+        "per_rank": {},
+    }
+    for stage in ("after_init", "after_split", "end"):
+        row = {}
+        for key in ("sockets", "fds", "threads", "rss_kb", "pss_kb", "anon_kb", "shmem_kb"):
+            row[key] = spread([r[stage][key] for r in ranks])
+            row[key + "_added"] = spread([r[stage][key] - r["before"][key] for r in ranks])
+        out["per_rank"][stage] = row
+    return out
+
+
+def render(s: dict) -> str:
+    mb = 1024.0
+    lines = [
+        f"# scale run: {s['nranks']} ranks, {s['ranks_per_host']} per emulated host "
+        f"({-(-s['nranks'] // s['ranks_per_host'])} hosts), C API, one machine",
+        f"  job ready (first rank started -> last rank initialised)  {s['job_ready_s']:8.2f} s",
+        f"  init call, median / max over ranks                      {s['init_call_s'][0]:8.2f} / {s['init_call_s'][1]:.2f} s",
+        f"  every collective checked: {s['checks']} checks, {s['failed']} failed, in {s['checked_s']:.2f} s",
+        f"  split into halves + its checked ops, median / max       {s['split_s'][0] * 1e3:8.1f} / {s['split_s'][1] * 1e3:.1f} ms",
+        f"  8 B all_reduce, median / max over ranks                 {s['small_all_reduce_us'][0]:8.1f} / {s['small_all_reduce_us'][1]:.1f} us",
+        "",
+        "# per rank: median / max over ranks (added: beyond the process's state before its first call)",
+        f"  {'stage':<12} {'sockets':>10} {'fds':>10} {'threads':>10} {'added':>8} "
+        f"{'RSS MB':>14} {'PSS MB':>14} {'PSS added':>14} {'anon added':>14}",
+    ]
+    for stage, row in s["per_rank"].items():
+
+        def pair(key, scale=1.0, fmt="{:.0f}"):
+            m, x = row[key]
+            return f"{fmt.format(m / scale)}/{fmt.format(x / scale)}"
+
+        lines.append(
+            f"  {stage:<12} {pair('sockets'):>10} {pair('fds'):>10} {pair('threads'):>10} "
+            f"{pair('threads_added'):>8} {pair('rss_kb', mb, '{:.1f}'):>14} {pair('pss_kb', mb, '{:.1f}'):>14} "
+            f"{pair('pss_kb_added', mb, '{:.1f}'):>14} {pair('anon_kb_added', mb, '{:.1f}'):>14}"
+        )
+    if s["failed"]:
+        lines.append("")
+        lines.append("# failed checks (first ranks):")
+        for rank, msg in list(s["failures"].items())[:8]:
+            lines.append(f"  rank {rank}: {msg}")
+    return "\n".join(lines)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("dir")
+    ap.add_argument("--json", help="write the summary and every rank's record here")
+    args = ap.parse_args()
+    ranks = load(args.dir)
+    if not ranks:
+        print(f"no rank-*.json in {args.dir}", file=sys.stderr)
+        return 1
+    s = summary(ranks)
+    print(render(s))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"summary": s, "ranks": ranks}, f, indent=1)
+    missing = s["nranks"] - s["ranks_reported"]
+    if missing:
+        print(f"# {missing} of {s['nranks']} ranks wrote no record", file=sys.stderr)
+    return 1 if missing or s["failed"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
