@@ -182,7 +182,11 @@ func discoverTopology(ctx context.Context, ep transport.Endpoint, rv Rendezvous,
 	if t.source != "hosts" || len(nhosts) > 1 {
 		params := modelParams(all, cfg)
 		params.ArenaHier = arenaHier(all, nhosts, t.graph)
-		if t.graph != nil {
+		// A nominal graph's best ring is known (host after host): searching
+		// for it costs O(n²) per rank and more (0.1 s of CPU at 128 ranks,
+		// each rank doing the same), so only probed and loaded graphs are
+		// searched, and small nominal ones, where the exact search is quick.
+		if t.graph != nil && (t.source != "hosts" || n <= topo.ExactRingMaxRanks) {
 			t.model, err = topo.NewCostModel(t.graph, params)
 		} else {
 			t.model, err = hostModel(hosts, params)
