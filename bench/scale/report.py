@@ -59,31 +59,37 @@ def summary(ranks: list[dict]) -> dict:
     return out
 
 
+def _line(label: str, value: str) -> str:
+    return f"  {label:<56} {value}"
+
+
+def _pair(row: dict, key: str, scale: float = 1.0, fmt: str = "{:.0f}") -> str:
+    m, x = row[key]
+    return f"{fmt.format(m / scale)}/{fmt.format(x / scale)}"
+
+
 def render(s: dict) -> str:
     mb = 1024.0
+    init, split, small = s["init_call_s"], s["split_s"], s["small_all_reduce_us"]
     lines = [
         f"# scale run: {s['nranks']} ranks, {s['ranks_per_host']} per emulated host "
         f"({-(-s['nranks'] // s['ranks_per_host'])} hosts), C API, one machine",
-        f"  job ready (first rank started -> last rank initialised)  {s['job_ready_s']:8.2f} s",
-        f"  init call, median / max over ranks                      {s['init_call_s'][0]:8.2f} / {s['init_call_s'][1]:.2f} s",
+        _line("job ready (first rank started -> last rank initialised)", f"{s['job_ready_s']:8.2f} s"),
+        _line("init call, median / max over ranks", f"{init[0]:8.2f} / {init[1]:.2f} s"),
         f"  every collective checked: {s['checks']} checks, {s['failed']} failed, in {s['checked_s']:.2f} s",
-        f"  split into halves + its checked ops, median / max       {s['split_s'][0] * 1e3:8.1f} / {s['split_s'][1] * 1e3:.1f} ms",
-        f"  8 B all_reduce, median / max over ranks                 {s['small_all_reduce_us'][0]:8.1f} / {s['small_all_reduce_us'][1]:.1f} us",
+        _line("split into halves + its checked ops, median / max", f"{split[0] * 1e3:8.1f} / {split[1] * 1e3:.1f} ms"),
+        _line("8 B all_reduce, median / max over ranks", f"{small[0]:8.1f} / {small[1]:.1f} us"),
         "",
         "# per rank: median / max over ranks (added: beyond the process's state before its first call)",
         f"  {'stage':<12} {'sockets':>10} {'fds':>10} {'threads':>10} {'added':>8} "
         f"{'RSS MB':>14} {'PSS MB':>14} {'PSS added':>14} {'anon added':>14}",
     ]
     for stage, row in s["per_rank"].items():
-
-        def pair(key, scale=1.0, fmt="{:.0f}"):
-            m, x = row[key]
-            return f"{fmt.format(m / scale)}/{fmt.format(x / scale)}"
-
         lines.append(
-            f"  {stage:<12} {pair('sockets'):>10} {pair('fds'):>10} {pair('threads'):>10} "
-            f"{pair('threads_added'):>8} {pair('rss_kb', mb, '{:.1f}'):>14} {pair('pss_kb', mb, '{:.1f}'):>14} "
-            f"{pair('pss_kb_added', mb, '{:.1f}'):>14} {pair('anon_kb_added', mb, '{:.1f}'):>14}"
+            f"  {stage:<12} {_pair(row, 'sockets'):>10} {_pair(row, 'fds'):>10} {_pair(row, 'threads'):>10} "
+            f"{_pair(row, 'threads_added'):>8} {_pair(row, 'rss_kb', mb, '{:.1f}'):>14} "
+            f"{_pair(row, 'pss_kb', mb, '{:.1f}'):>14} {_pair(row, 'pss_kb_added', mb, '{:.1f}'):>14} "
+            f"{_pair(row, 'anon_kb_added', mb, '{:.1f}'):>14}"
         )
     if s["failed"]:
         lines.append("")
