@@ -12,7 +12,7 @@ type Config struct {
 	// by all ranks of the host.
 	Dir string
 	// Slots is the number of slots of each (sender, receiver) ring
-	// (default 64).
+	// (default 64, fewer on hosts of more than 8 ranks: defaultSlotsFor).
 	Slots int
 	// SlotSize is the payload capacity of one slot in bytes, rounded up to
 	// a multiple of 64 (default 64 KiB). Larger messages span several slots.
@@ -59,6 +59,28 @@ const (
 	minSlotSize = 64
 	maxSlotSize = 1 << 30
 )
+
+// The rings of a rank's segment (one per other rank of the host) share
+// segmentBudget when Slots is left to the default, down to minDefaultSlots
+// per ring: with 64 slots of 64 KiB, 128 ranks on one host would need
+// 533 MB of /dev/shm each (68 GB in all).
+const (
+	segmentBudget   = 32 << 20
+	minDefaultSlots = 4
+)
+
+// defaultSlotsFor is the default ring length on a host of nLocal ranks
+// whose slots carry slotSize bytes (0: the default).
+func defaultSlotsFor(nLocal, slotSize int) int {
+	if slotSize == 0 {
+		slotSize = defaultSlotSize
+	}
+	if nLocal < 2 {
+		return defaultSlots
+	}
+	fit := segmentBudget / ((nLocal - 1) * (lineSize + slotSize))
+	return min(defaultSlots, max(minDefaultSlots, fit))
+}
 
 // withDefaults fills unset fields and checks the others.
 func (c Config) withDefaults() (Config, error) {

@@ -116,11 +116,14 @@ func (e *Endpoint) startReader() {
 
 // connect is Connect without starting the reader.
 func connect(ctx context.Context, rank int, peers []int, size int, jobID string, cfg Config) (*Endpoint, error) {
-	cfg, err := cfg.withDefaults()
+	local, err := checkGroup(rank, peers, size, jobID)
 	if err != nil {
 		return nil, err
 	}
-	local, err := checkGroup(rank, peers, size, jobID)
+	if cfg.Slots == 0 {
+		cfg.Slots = defaultSlotsFor(len(local), cfg.SlotSize)
+	}
+	cfg, err = cfg.withDefaults()
 	if err != nil {
 		return nil, err
 	}

@@ -81,6 +81,33 @@ func TestConfigDefaults(t *testing.T) {
 	}
 }
 
+func TestDefaultSlotsKeepTheSegmentWithinBudget(t *testing.T) {
+	for _, tc := range []struct {
+		nLocal, slotSize, want int
+	}{
+		{1, 0, defaultSlots},
+		{2, 0, defaultSlots},
+		{8, 0, defaultSlots}, // 7 rings of 64 slots fit in the budget
+		{9, 0, 63},
+		{17, 0, 31}, // 16 rings share it
+		{64, 0, 8},
+		{128, 0, 4}, // 127 rings: 4 slots each (33 MB) instead of 533 MB
+		{1024, 0, minDefaultSlots},
+		{128, 1 << 10, defaultSlots}, // small slots: 64 of them fit
+	} {
+		got := defaultSlotsFor(tc.nLocal, tc.slotSize)
+		assert.Equal(t, tc.want, got, "%d ranks, slot size %d", tc.nLocal, tc.slotSize)
+		size := tc.slotSize
+		if size == 0 {
+			size = defaultSlotSize
+		}
+		seg := geometry{nLocal: tc.nLocal, slots: got, slotSize: size}.segmentSize()
+		if got > minDefaultSlots {
+			assert.LessOrEqual(t, seg, segmentBudget+headerSize+pageSize, "%d ranks", tc.nLocal)
+		}
+	}
+}
+
 func TestSegmentsGoneAfterConnect(t *testing.T) {
 	dir := shmDir(t)
 	eps := connectAll(t, 3, smallConfig(dir), true)
