@@ -39,6 +39,7 @@ def summary(ranks: list[dict]) -> dict:
     out = {
         "nranks": n,
         "ranks_per_host": ranks[0]["ranks_per_host"],
+        "api": ranks[0].get("api", "C API"),
         "ranks_reported": len(ranks),
         "job_ready_s": max(r["t_init"] for r in ranks) - first_start,
         "init_call_s": spread([r["t_init"] - r["t_addrs"] for r in ranks]),
@@ -73,11 +74,11 @@ def render(s: dict) -> str:
     init, split, small = s["init_call_s"], s["split_s"], s["small_all_reduce_us"]
     lines = [
         f"# scale run: {s['nranks']} ranks, {s['ranks_per_host']} per emulated host "
-        f"({-(-s['nranks'] // s['ranks_per_host'])} hosts), C API, one machine",
+        f"({-(-s['nranks'] // s['ranks_per_host'])} hosts), {s['api']}, one machine",
         _line("job ready (first rank started -> last rank initialised)", f"{s['job_ready_s']:8.2f} s"),
         _line("init call, median / max over ranks", f"{init[0]:8.2f} / {init[1]:.2f} s"),
         f"  every collective checked: {s['checks']} checks, {s['failed']} failed, in {s['checked_s']:.2f} s",
-        _line("split into halves + its checked ops, median / max", f"{split[0] * 1e3:8.1f} / {split[1] * 1e3:.1f} ms"),
+        _line("two groups (halves) + their checked ops, median / max", f"{split[0] * 1e3:8.1f} / {split[1] * 1e3:.1f} ms"),
         _line("8 B all_reduce, median / max over ranks", f"{small[0]:8.1f} / {small[1]:.1f} us"),
         "",
         "# per rank: median / max over ranks (added: beyond the process's state before its first call)",

@@ -1,4 +1,4 @@
-"""scripts/scale.sh: 32 C-API ranks on this machine as 4 emulated hosts of 8.
+"""scripts/scale.sh: 32 C-API ranks on this machine as 4 emulated hosts of 8, and 4 torch ranks.
 
 The run must bring every rank up, pass every check of every collective (and
 of a split into halves) on every rank, and print the table; the record it
@@ -12,6 +12,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 
 import pytest
 
@@ -60,3 +61,21 @@ def test_the_table_accounts_for_each_rank(scale_run):
         assert r["after_init"]["sockets"] >= 1, r
     for label in ("job ready", "init call", "every collective checked", "sockets", "PSS added"):
         assert label in proc.stdout, label
+
+
+def test_the_torch_ranks_pass_every_check(tmp_path):
+    """The same run through torch.distributed (4 ranks as 2 hosts of 2: each torch rank
+    takes ~0.5 GB here, so CI keeps this one small)."""
+    out = tmp_path / "scale-torch.json"
+    proc = subprocess.run(
+        [os.path.join(ROOT, "scripts", "scale.sh"), "4", "--per-host", "2", "--torch", "--json", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=ROOT,
+        env={**os.environ, "PYTHON": sys.executable},
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    s = json.loads(out.read_text())["summary"]
+    assert (s["ranks_reported"], s["api"], s["failed"]) == (4, "torch", 0), s["failures"]
+    assert s["checks"] > 4 * 1000, s["checks"]
