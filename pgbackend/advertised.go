@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"strings"
 
+	"github.com/hccl-go/hccl-go/transport/shm"
 	"github.com/hccl-go/hccl-go/transport/tcp"
 )
 
@@ -59,7 +60,7 @@ func checkAdvertised(rv Rendezvous) error {
 // published and what to set, when an address was unreachable or ranks on
 // other hosts publish loopback.
 func connectAdvice(rv Rendezvous, err error) string {
-	if errors.Is(err, tcp.ErrBadSecret) {
+	if errors.Is(err, tcp.ErrBadSecret) || errors.Is(err, shm.ErrBadSecret) {
 		return " [every rank of a communicator must hold the same job secret: set " + JobSecretEnv + " to the same value on every rank, or on none; through the C API, pass the same secret on every rank]"
 	}
 	if errors.Is(err, tcp.ErrUnreachable) {

@@ -2,6 +2,7 @@ package pgbackend
 
 import (
 	"context"
+	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -51,14 +52,24 @@ func connect(ctx context.Context, l *tcp.Listener, rv Rendezvous, cfg Config) (*
 		l.Close()
 		return nil, fmt.Errorf("init rank %d: %w", rv.Rank, err)
 	}
-	// TCP links every pair; peers on this host then take the shared-memory
-	// route instead (the TCP link stays as the path of last resort).
+	// TCP links this rank to the ranks of other hosts; the ranks of this
+	// host talk through shared memory only (messages, the arenas, and the
+	// monitor's control messages), so a host of k ranks needs no socket
+	// among them.
+	var unlinked []bool
+	if len(local) > 1 {
+		unlinked = make([]bool, size)
+		for _, p := range local {
+			unlinked[p] = true
+		}
+	}
 	tcpEP, err := tcp.Connect(ctx, l, rv.Rank, rv.Addrs, tcp.Config{
 		Secret:             rv.Secret,
 		StreamsPerPeer:     cfg.StreamsPerPeer,
 		ConnectTimeout:     cfg.ConnectTimeout,
 		UnreachableTimeout: cfg.UnreachableTimeout,
 		Logf:               tcpLogf, // refused strangers and failed links
+		Unlinked:           unlinked,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("init rank %d of %d: %w%s", rv.Rank, size, err, connectAdvice(rv, err))
@@ -73,10 +84,10 @@ func connect(ctx context.Context, l *tcp.Listener, rv Rendezvous, cfg Config) (*
 		c.watchPeers(tcpEP, jobID(rv))
 		return c, nil
 	}
-	shmEP, err := shm.Connect(ctx, rv.Rank, local, size, jobID(rv), shm.Config{})
+	shmEP, err := shm.Connect(ctx, rv.Rank, local, size, jobID(rv), shm.Config{Proof: secretProof(rv)})
 	if err != nil {
 		_ = tcpEP.Close()
-		return nil, fmt.Errorf("init rank %d: shared memory with ranks %v: %w", rv.Rank, local, err)
+		return nil, fmt.Errorf("init rank %d: shared memory with ranks %v: %w%s", rv.Rank, local, err, connectAdvice(rv, err))
 	}
 	routes := make([]transport.Endpoint, size)
 	for i := range routes {
@@ -110,8 +121,9 @@ func connect(ctx context.Context, l *tcp.Listener, rv Rendezvous, cfg Config) (*
 			}
 		}
 	}
-	// Dead peers are noticed on the TCP links, whatever carries the data.
-	c.watchPeers(tcpEP, jobID(rv))
+	// Dead peers are noticed on the route that carries them: a closed TCP
+	// link, or shared memory's check of the peer's process.
+	c.watchPeers(c.links, jobID(rv))
 	return c, nil
 }
 
@@ -135,11 +147,22 @@ func shmPeers(rv Rendezvous, cfg Config) ([]int, error) {
 	return local, nil
 }
 
+// secretProof is what the ranks of a host show each other in their
+// shared-memory segments instead of a TCP handshake: an HMAC of the job
+// under its secret, so that ranks given different secrets fail at once.
+func secretProof(rv Rendezvous) [32]byte {
+	m := hmac.New(sha256.New, rv.Secret)
+	m.Write([]byte("hccl-go/shm proof "))
+	m.Write([]byte(jobID(rv)))
+	var p [32]byte
+	m.Sum(p[:0])
+	return p
+}
+
 // jobID names this communicator's shared-memory segments: the same on every
 // rank, and new for every communicator, since listener ports differ.
 func jobID(rv Rendezvous) string {
 	h := sha256.New()
-	h.Write(rv.Secret)
 	for _, a := range rv.Addrs {
 		h.Write([]byte(a))
 		h.Write([]byte{0})

@@ -413,7 +413,11 @@ def _security_before_init(rank, world, workdir):
     init: when it is about to open its listener, the others have exchanged host
     ids, listen, and wait for its address before they start connecting. It finds
     their listening ports and attacks each three ways in the background, then
-    goes on: the attacks are answered during init."""
+    goes on: the attacks are answered during init. Each rank says it is on a host of
+    its own, so that the ranks link over TCP (ranks of one host talk through shared
+    memory only) and listen on loopback."""
+    os.environ["HCCL_GO_HOST_ID"] = f"security-host-{rank}"
+    os.environ["HCCL_GO_LISTEN_ADDR"] = "127.0.0.1:0"
     with open(os.path.join(workdir, f"pid{rank}"), "w") as f:
         f.write(str(os.getpid()))
     if rank != world - 1:

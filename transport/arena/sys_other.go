@@ -26,5 +26,5 @@ func unmapFile([]byte) error              { return errUnsupported }
 func closeFile(int) error                 { return errUnsupported }
 func removeFile(string) error             { return errUnsupported }
 
-func currentCPU() (int, bool)             { return 0, false }
-func moveThread(func(int) bool, int) bool { return false }
+func threadCPU() (int, bool)           { return 0, false }
+func moveOff(func(int) bool, int) bool { return false }

@@ -39,6 +39,14 @@ type Config struct {
 	// Go heap or outside it, never on a goroutine stack that may move).
 	CMAThreshold int
 
+	// Proof is what this rank writes into its segment and expects in every
+	// peer's: a digest of the job secret (the caller's choice; the zero
+	// value is a proof like any other). A peer whose proof differs fails
+	// Connect at once with ErrBadSecret, naming it, instead of the ranks
+	// waiting out the timeout. Segments are private to the user (mode
+	// 0600), so it is read by no one else.
+	Proof [proofSize]byte
+
 	// forceCMARefusal makes this rank's single-copy reads fail as if the
 	// kernel refused them, so that tests exercise the fallback.
 	forceCMARefusal bool
@@ -60,27 +68,8 @@ const (
 	maxSlotSize = 1 << 30
 )
 
-// The rings of a rank's segment (one per other rank of the host) share
-// segmentBudget when Slots is left to the default, down to minDefaultSlots
-// per ring: with 64 slots of 64 KiB, 128 ranks on one host would need
-// 533 MB of /dev/shm each (68 GB in all).
-const (
-	segmentBudget   = 32 << 20
-	minDefaultSlots = 4
-)
-
-// defaultSlotsFor is the default ring length on a host of nLocal ranks
-// whose slots carry slotSize bytes (0: the default).
-func defaultSlotsFor(nLocal, slotSize int) int {
-	if slotSize == 0 {
-		slotSize = defaultSlotSize
-	}
-	if nLocal < 2 {
-		return defaultSlots
-	}
-	fit := segmentBudget / ((nLocal - 1) * (lineSize + slotSize))
-	return min(defaultSlots, max(minDefaultSlots, fit))
-}
+// proofSize is the length of Config.Proof.
+const proofSize = 32
 
 // withDefaults fills unset fields and checks the others.
 func (c Config) withDefaults() (Config, error) {

@@ -1,6 +1,7 @@
 package shm
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -186,11 +187,28 @@ func (e *Endpoint) setup(ctx context.Context, jobID string, local []int) error {
 	e.hdr = header{seg.mem}
 	e.initHeader(myIdx)
 
+	var badSecret error
+	markUntil := time.Time{}
 	for idx, r := range local {
 		if r == e.rank {
 			continue
 		}
-		l, err := e.attachPeer(ctx, segmentPath(e.cfg.Dir, jobID, r), r, idx)
+		path := segmentPath(e.cfg.Dir, jobID, r)
+		if badSecret != nil {
+			e.markRefused(ctx, path, markUntil)
+			continue
+		}
+		l, err := e.attachPeer(ctx, path, r, idx)
+		if errors.Is(err, ErrBadSecret) {
+			// Tell every other peer before failing (a mark in its segment):
+			// one that then finds ours gone learns why instead of waiting
+			// out the timeout.
+			badSecret, markUntil = err, time.Now().Add(markWait)
+			for _, l := range e.local {
+				l.hdr.refused().CompareAndSwap(0, uint32(e.rank+1))
+			}
+			continue
+		}
 		if err != nil {
 			return err
 		}
@@ -199,7 +217,44 @@ func (e *Endpoint) setup(ctx context.Context, jobID string, local []int) error {
 		e.links[r] = l
 		e.local = append(e.local, l)
 	}
+	if badSecret != nil {
+		return badSecret
+	}
 	return e.awaitAttached(ctx)
+}
+
+// markWait bounds how long a rank that found another secret waits for the
+// segments of peers it has not met, to mark them.
+const markWait = 2 * time.Second
+
+// markRefused marks the segment at path, once it is initialised, as
+// refused by this rank; best effort, until the deadline.
+func (e *Endpoint) markRefused(ctx context.Context, path string, deadline time.Time) {
+	for ctx.Err() == nil && time.Now().Before(deadline) {
+		if seg, err := openSegment(path); err == nil {
+			h := header{seg.mem}
+			ready := h.magic().Load() == segMagic
+			if ready {
+				h.refused().CompareAndSwap(0, uint32(e.rank+1))
+			}
+			_ = seg.unmap()
+			if ready {
+				return
+			}
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// refusedError is the failure a peer's mark in this rank's segment says,
+// or nil when none has marked it.
+func (e *Endpoint) refusedError() error {
+	by := int(e.hdr.refused().Load())
+	if by == 0 {
+		return nil
+	}
+	return &transport.PeerError{Peer: by - 1, Op: "connect",
+		Err: fmt.Errorf("%w: rank %d found a segment of this host proving another secret", ErrBadSecret, by-1)}
 }
 
 // initHeader fills this rank's header and publishes it (magic last).
@@ -212,6 +267,7 @@ func (e *Endpoint) initHeader(myIdx int) {
 	h.setField(hSlotSize, uint64(e.geom.slotSize))
 	h.setField(hPid, uint64(os.Getpid()))
 	h.setField(hPidNS, e.pidNS)
+	copy(h.proof(), e.cfg.Proof[:])
 	h.heartbeat().Store(uint64(time.Now().UnixNano()))
 	h.attach().Store(1) // our own mapping
 	h.magic().Store(segMagic)
@@ -228,6 +284,9 @@ func (e *Endpoint) attachPeer(ctx context.Context, path string, r, idx int) (*li
 		l, err := e.tryAttach(path, r, idx)
 		if l != nil || (err != nil && !errors.Is(err, errNotReady)) {
 			return l, err
+		}
+		if err := e.refusedError(); err != nil {
+			return nil, err
 		}
 		select {
 		case <-ctx.Done():
@@ -282,6 +341,11 @@ func (e *Endpoint) checkPeerSegment(seg *segment, r, idx int) (*link, error) {
 		return nil, &transport.PeerError{Peer: r, Op: "connect",
 			Err: fmt.Errorf("segment is %d bytes, want %d", len(seg.mem), e.geom.segmentSize())}
 	}
+	if !bytes.Equal(h.proof(), e.cfg.Proof[:]) {
+		h.refused().CompareAndSwap(0, uint32(e.rank+1)) // the peer may be waiting for us
+		return nil, &transport.PeerError{Peer: r, Op: "connect",
+			Err: fmt.Errorf("%w: rank %d's segment proves another secret than this rank's", ErrBadSecret, r)}
+	}
 	l := &link{rank: r, idx: idx, seg: seg, hdr: h, watch: procWatch{pidfd: -1}, lastChange: time.Now()}
 	l.samePidNS = e.pidNS != 0 && h.field(hPidNS) == e.pidNS
 	if l.samePidNS {
@@ -301,6 +365,9 @@ func (e *Endpoint) checkPeerSegment(seg *segment, r, idx int) (*link, error) {
 // the last of them unlinked it.
 func (e *Endpoint) awaitAttached(ctx context.Context) error {
 	for int(e.hdr.attach().Load()) < e.geom.nLocal {
+		if err := e.refusedError(); err != nil {
+			return err
+		}
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("waiting for %d of %d local ranks to map our segment: %w",

@@ -17,8 +17,11 @@ import (
 //	  line 0  static, written once before magic: magic, version, nLocal,
 //	          localIdx, slots, slotSize, pid, pid namespace
 //	  line 1  attach count (every process that mapped the segment adds 1)
-//	  line 2  closed flag, heartbeat (owner)
+//	  line 2  closed flag, heartbeat (owner); refused: set by a peer that
+//	          found a segment proving another job secret (its rank + 1)
 //	  line 3  doorbell: waiters (owner), bell (futex word, bumped by senders)
+//	  line 4  the owner's proof of the job secret (Config.Proof), written
+//	          once before magic
 //	ring, per sender
 //	  line 0  written by the receiver: tail, spaceSeq (futex word),
 //	          cmaRefused, cmaNack
@@ -49,8 +52,10 @@ const (
 	hAttach    = 1 * lineSize
 	hClosed    = 2 * lineSize
 	hHeartbeat = 2*lineSize + 8
+	hRefused   = 2*lineSize + 16
 	hWaiters   = 3 * lineSize
 	hBell      = 3*lineSize + 4
+	hProof     = 4 * lineSize
 
 	// ring control fields, relative to the ring
 	rTail         = 0
@@ -90,6 +95,28 @@ func (g geometry) segmentSize() int {
 	return (n + pageSize - 1) &^ (pageSize - 1)
 }
 
+// The rings of a rank's segment (one per other rank of the host) share
+// segmentBudget when Slots is left to the default, down to minDefaultSlots
+// per ring: with 64 slots of 64 KiB, 128 ranks on one host would need
+// 533 MB of /dev/shm each (68 GB in all).
+const (
+	segmentBudget   = 32 << 20
+	minDefaultSlots = 4
+)
+
+// defaultSlotsFor is the default ring length on a host of nLocal ranks
+// whose slots carry slotSize bytes (0: the default).
+func defaultSlotsFor(nLocal, slotSize int) int {
+	if slotSize == 0 {
+		slotSize = defaultSlotSize
+	}
+	if nLocal < 2 {
+		return defaultSlots
+	}
+	fit := segmentBudget / ((nLocal - 1) * (lineSize + slotSize))
+	return min(defaultSlots, max(minDefaultSlots, fit))
+}
+
 // ringOffset is where, in the segment of the rank with local index owner,
 // the ring from the rank with local index sender starts.
 func (g geometry) ringOffset(owner, sender int) int {
@@ -115,8 +142,11 @@ func (h header) magic() *atomic.Uint64     { return u64At(h.mem, hMagic) }
 func (h header) attach() *atomic.Uint64    { return u64At(h.mem, hAttach) }
 func (h header) closed() *atomic.Uint32    { return u32At(h.mem, hClosed) }
 func (h header) heartbeat() *atomic.Uint64 { return u64At(h.mem, hHeartbeat) }
+func (h header) refused() *atomic.Uint32   { return u32At(h.mem, hRefused) }
 func (h header) waiters() *atomic.Uint32   { return u32At(h.mem, hWaiters) }
 func (h header) bell() *atomic.Uint32      { return u32At(h.mem, hBell) }
+
+func (h header) proof() []byte { return h.mem[hProof : hProof+proofSize] }
 
 func (h header) field(off int) uint64 { return binary.LittleEndian.Uint64(h.mem[off:]) }
 func (h header) setField(off int, v uint64) {

@@ -64,6 +64,10 @@ func createSegment(path string, size int) (*segment, error) {
 // yet: try again later.
 var errNotReady = errors.New("segment not ready")
 
+// ErrBadSecret means a peer's segment carries another proof of the job
+// secret (Config.Proof): the ranks were given different secrets.
+var ErrBadSecret = errors.New("the ranks were given different job secrets")
+
 // openSegment maps the whole segment of a peer. The caller checks its header
 // and size.
 func openSegment(path string) (*segment, error) {

@@ -37,6 +37,12 @@ type Config struct {
 	// Logf, if not nil, receives a line for each refused connection and each
 	// failed link. It may be called from any goroutine.
 	Logf func(format string, args ...any)
+	// Unlinked, if not nil, marks the ranks this one has no link to
+	// (Unlinked[p]): another transport carries them, such as shared memory
+	// for the ranks of this host. Both ends of a pair must agree; a rank
+	// refuses connections from the ranks it marks, and Send or Recv with
+	// one of them fails.
+	Unlinked []bool
 }
 
 const (

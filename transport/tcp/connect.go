@@ -63,8 +63,12 @@ func Connect(ctx context.Context, l *Listener, rank int, peerAddrs []string, cfg
 	if rank < 0 || rank >= size {
 		return nil, fmt.Errorf("tcp connect: rank %d not in [0, %d)", rank, size)
 	}
+	if cfg.Unlinked != nil && len(cfg.Unlinked) != size {
+		return nil, fmt.Errorf("tcp connect: Unlinked lists %d ranks for %d", len(cfg.Unlinked), size)
+	}
+	linked := func(p int) bool { return p != rank && (cfg.Unlinked == nil || !cfg.Unlinked[p]) }
 	for p, a := range peerAddrs {
-		if p < rank && a == "" {
+		if p < rank && linked(p) && a == "" {
 			return nil, fmt.Errorf("tcp connect: no address for rank %d", p)
 		}
 	}
@@ -73,16 +77,18 @@ func Connect(ctx context.Context, l *Listener, rank int, peerAddrs []string, cfg
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 
-	s := newSetup(rank, size, cfg, ctx)
+	s := newSetup(rank, size, cfg, ctx, linked)
 	var wg sync.WaitGroup
 	wg.Go(func() { s.acceptLoop(l) })
 	for peer := range rank {
 		for stream := range cfg.StreamsPerPeer {
-			wg.Go(func() { s.dialLoop(ctx, cancel, peerAddrs[peer], peer, stream) })
+			if linked(peer) {
+				wg.Go(func() { s.dialLoop(ctx, cancel, peerAddrs[peer], peer, stream) })
+			}
 		}
 	}
 	for peer := rank + 1; peer < size; peer++ {
-		if peerAddrs[peer] != "" {
+		if linked(peer) && peerAddrs[peer] != "" {
 			wg.Go(func() { s.probeLoop(ctx, cancel, peerAddrs[peer], peer) })
 		}
 	}
@@ -116,6 +122,7 @@ type setup struct {
 	cfg        Config
 	deadline   time.Time
 	complete   chan struct{} // closed when every link slot is filled
+	linked     func(peer int) bool
 
 	mu       sync.Mutex
 	conns    [][]*net.TCPConn // [peer][stream]; nil until established
@@ -131,11 +138,12 @@ type setup struct {
 	badSecret []string
 }
 
-func newSetup(rank, size int, cfg Config, ctx context.Context) *setup {
+func newSetup(rank, size int, cfg Config, ctx context.Context, linked func(peer int) bool) *setup {
 	s := &setup{
 		rank:      rank,
 		size:      size,
 		cfg:       cfg,
+		linked:    linked,
 		complete:  make(chan struct{}),
 		conns:     make([][]*net.TCPConn, size),
 		reserved:  make([][]bool, size),
@@ -144,13 +152,13 @@ func newSetup(rank, size int, cfg Config, ctx context.Context) *setup {
 		reach:     make([]reach, size),
 		badSecret: make([]string, size),
 		pending:   make(map[net.Conn]struct{}),
-		need:      (size - 1) * cfg.StreamsPerPeer,
 	}
 	s.deadline, _ = ctx.Deadline()
 	for p := range size {
-		if p != rank {
+		if linked(p) {
 			s.conns[p] = make([]*net.TCPConn, cfg.StreamsPerPeer)
 			s.reserved[p] = make([]bool, cfg.StreamsPerPeer)
+			s.need += cfg.StreamsPerPeer
 		}
 	}
 	if s.need == 0 {

@@ -16,7 +16,7 @@ type Endpoint struct {
 	rank, size int
 	cfg        Config
 	box        *match.Box
-	links      []*link // nil at this rank's own index
+	links      []*link // nil at this rank's own index and for unlinked ranks
 
 	closing   chan struct{}
 	closeOnce sync.Once
@@ -40,7 +40,7 @@ func newEndpoint(rank, size int, cfg Config, conns [][]*net.TCPConn, maxFrame []
 		closing: make(chan struct{}),
 	}
 	for p := range size {
-		if p != rank {
+		if conns[p] != nil {
 			e.links[p] = newLink(e, p, conns[p], min(cfg.MaxFrameBytes, maxFrame[p]))
 		}
 	}
@@ -157,6 +157,9 @@ func (e *Endpoint) isClosing() bool {
 func (e *Endpoint) checkPeer(peer int) error {
 	if peer < 0 || peer >= e.size {
 		return fmt.Errorf("peer rank %d out of range [0, %d)", peer, e.size)
+	}
+	if peer != e.rank && e.links[peer] == nil {
+		return fmt.Errorf("rank %d has no TCP link to rank %d (Config.Unlinked)", e.rank, peer)
 	}
 	return nil
 }

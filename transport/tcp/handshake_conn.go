@@ -85,6 +85,9 @@ func (s *setup) acceptHandshake(conn net.Conn) (acceptedPeer, error) {
 		// Only higher ranks dial this one.
 		refusal = fmt.Errorf("rank %d of %d may not dial rank %d of %d", h.Rank, h.Size, s.rank, s.size)
 		w.Status = statusBadPeer
+	case !s.linked(peer):
+		refusal = fmt.Errorf("rank %d dialed, but this rank has no TCP link to it (another transport carries it)", peer)
+		w.Status = statusBadPeer
 	case int(h.Streams) != s.cfg.StreamsPerPeer || stream >= s.cfg.StreamsPerPeer:
 		refusal = fmt.Errorf("rank %d: stream %d of %d, this rank uses %d streams per peer", peer, stream, h.Streams, s.cfg.StreamsPerPeer)
 		w.Status = statusBadPeer
