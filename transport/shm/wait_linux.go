@@ -33,6 +33,11 @@ func (e *Endpoint) wait(ctx context.Context, ready func() bool, check func() err
 			return nil
 		}
 		if err := check(); err != nil {
+			if ready() {
+				// The peer got there before it closed or failed (a receiver
+				// frees the slot it read, then may close at once).
+				return nil
+			}
 			return err
 		}
 		select {
