@@ -4,7 +4,8 @@
 // Setup: every rank calls Listen, publishes Listener.Addr through the
 // rendezvous (the c10d store), then calls Connect with everybody's address.
 // Rank i dials each rank below it and accepts from each rank above it,
-// StreamsPerPeer connections per pair. Each connection starts with a
+// StreamsPerPeer connections per pair, except the ranks Config.Unlinked
+// marks (another transport carries them: shared memory inside a host). Each connection starts with a
 // versioned handshake (see handshake.go) in which both ends prove the job
 // secret by HMAC-SHA256 over fresh nonces; the secret never crosses the
 // wire. A connection that fails the handshake (a stranger, garbage, another
