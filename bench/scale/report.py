@@ -72,13 +72,14 @@ def _pair(row: dict, key: str, scale: float = 1.0, fmt: str = "{:.0f}") -> str:
 def render(s: dict) -> str:
     mb = 1024.0
     init, split, small = s["init_call_s"], s["split_s"], s["small_all_reduce_us"]
+    split_ms = f"{split[0] * 1e3:8.1f} / {split[1] * 1e3:.1f} ms"
     lines = [
         f"# scale run: {s['nranks']} ranks, {s['ranks_per_host']} per emulated host "
         f"({-(-s['nranks'] // s['ranks_per_host'])} hosts), {s['api']}, one machine",
         _line("job ready (first rank started -> last rank initialised)", f"{s['job_ready_s']:8.2f} s"),
         _line("init call, median / max over ranks", f"{init[0]:8.2f} / {init[1]:.2f} s"),
         f"  every collective checked: {s['checks']} checks, {s['failed']} failed, in {s['checked_s']:.2f} s",
-        _line("two groups (halves) + their checked ops, median / max", f"{split[0] * 1e3:8.1f} / {split[1] * 1e3:.1f} ms"),
+        _line("split (or two groups) in halves + checked ops, median / max", split_ms),
         _line("8 B all_reduce, median / max over ranks", f"{small[0]:8.1f} / {small[1]:.1f} us"),
         "",
         "# per rank: median / max over ranks (added: beyond the process's state before its first call)",
