@@ -79,7 +79,7 @@ def render(s: dict) -> str:
         _line("job ready (first rank started -> last rank initialised)", f"{s['job_ready_s']:8.2f} s"),
         _line("init call, median / max over ranks", f"{init[0]:8.2f} / {init[1]:.2f} s"),
         f"  every collective checked: {s['checks']} checks, {s['failed']} failed, in {s['checked_s']:.2f} s",
-        _line("split (or two groups) in halves + checked ops, median / max", split_ms),
+        _line("split (or groups) in halves + checked ops, median / max", split_ms),
         _line("8 B all_reduce, median / max over ranks", f"{small[0]:8.1f} / {small[1]:.1f} us"),
         "",
         "# per rank: median / max over ranks (added: beyond the process's state before its first call)",
