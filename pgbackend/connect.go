@@ -81,7 +81,7 @@ func connect(ctx context.Context, l *tcp.Listener, rv Rendezvous, cfg Config) (*
 	kinds[rv.Rank] = "self"
 	if len(local) < 2 {
 		c := New(tcpEP, cfg, kinds)
-		c.watchPeers(tcpEP, jobID(rv))
+		c.watchPeers(c.links, jobID(rv))
 		return c, nil
 	}
 	shmEP, err := shm.Connect(ctx, rv.Rank, local, size, jobID(rv), shm.Config{Proof: secretProof(rv)})

@@ -205,7 +205,7 @@ func (e *Endpoint) setup(ctx context.Context, jobID string, local []int) error {
 			// out the timeout.
 			badSecret, markUntil = err, time.Now().Add(markWait)
 			for _, l := range e.local {
-				l.hdr.refused().CompareAndSwap(0, uint32(e.rank+1))
+				e.refuse(l.hdr)
 			}
 			continue
 		}
@@ -235,7 +235,7 @@ func (e *Endpoint) markRefused(ctx context.Context, path string, deadline time.T
 			h := header{seg.mem}
 			ready := h.magic().Load() == segMagic
 			if ready {
-				h.refused().CompareAndSwap(0, uint32(e.rank+1))
+				e.refuse(h)
 			}
 			_ = seg.unmap()
 			if ready {
@@ -244,6 +244,12 @@ func (e *Endpoint) markRefused(ctx context.Context, path string, deadline time.T
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
+}
+
+// refuse marks a peer's segment header as refused by this rank (the first
+// mark stays): the peer fails with ErrBadSecret instead of waiting.
+func (e *Endpoint) refuse(h header) {
+	h.refused().CompareAndSwap(0, uint32(e.rank+1))
 }
 
 // refusedError is the failure a peer's mark in this rank's segment says,
@@ -342,7 +348,7 @@ func (e *Endpoint) checkPeerSegment(seg *segment, r, idx int) (*link, error) {
 			Err: fmt.Errorf("segment is %d bytes, want %d", len(seg.mem), e.geom.segmentSize())}
 	}
 	if !bytes.Equal(h.proof(), e.cfg.Proof[:]) {
-		h.refused().CompareAndSwap(0, uint32(e.rank+1)) // the peer may be waiting for us
+		e.refuse(h) // the peer may be waiting for us
 		return nil, &transport.PeerError{Peer: r, Op: "connect",
 			Err: fmt.Errorf("%w: rank %d's segment proves another secret than this rank's", ErrBadSecret, r)}
 	}

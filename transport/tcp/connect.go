@@ -81,10 +81,11 @@ func Connect(ctx context.Context, l *Listener, rank int, peerAddrs []string, cfg
 	var wg sync.WaitGroup
 	wg.Go(func() { s.acceptLoop(l) })
 	for peer := range rank {
+		if !linked(peer) {
+			continue
+		}
 		for stream := range cfg.StreamsPerPeer {
-			if linked(peer) {
-				wg.Go(func() { s.dialLoop(ctx, cancel, peerAddrs[peer], peer, stream) })
-			}
+			wg.Go(func() { s.dialLoop(ctx, cancel, peerAddrs[peer], peer, stream) })
 		}
 	}
 	for peer := rank + 1; peer < size; peer++ {
