@@ -72,8 +72,10 @@ __attribute__((constructor)) static void hccl_go_init_entry(void) {
 
 // The processor refresh of processor.go: nanoseconds between refreshes of a
 // calling thread's Go processor (HCCL_GO_REFRESH_MS, read when the library
-// loads; 0: never), and when this thread last refreshed.
-static long long hccl_go_refresh_ns = 2000000;
+// loads; 0: never), and when this thread last refreshed. 8 ms stays under
+// the 10 ms after which sysmon takes a P for stuck, and spares the first
+// call after a pause of 2-8 ms the refresh (see processor.go).
+static long long hccl_go_refresh_ns = 8000000;
 static __thread long long hccl_go_refreshed_ns;
 
 __attribute__((constructor)) static void hccl_go_read_refresh(void) {

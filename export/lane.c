@@ -212,17 +212,40 @@ static uint64_t hg_flight_record(const struct hg_lane* l, int stream, uint64_t s
 
 // ---- the protocol -----------------------------------------------------------
 
+// hg_lane_note_place runs when a wait for local rank j at epoch e stops
+// spinning, as arena.notePlace does: it writes this rank's CPU into its
+// place word and, when j's place word shows j waiting on the same CPU
+// just now, lets Go count it and perhaps move this thread (goLanePlace);
+// j seen lately on another CPU ends the run of co-located waits.
+static void hg_lane_note_place(const struct hg_lane* l, const struct hg_lane_stream* s, int stream, int j,
+                               uint64_t e) {
+  int cpu = sched_getcpu();
+  if (cpu < 0) return;
+  const uint64_t mask = (1ull << 48) - 1;
+  __atomic_store_n(s->places[l->index], (uint64_t)(cpu + 1) << 48 | (e & mask), __ATOMIC_RELAXED);
+  uint64_t w = __atomic_load_n(s->places[j], __ATOMIC_RELAXED);
+  if (w == 0 || (w & mask) + 1 < (e & mask)) return;  // j has not waited lately
+  if ((int)(w >> 48) - 1 != cpu) {
+    __atomic_store_n(s->colocated, 0, __ATOMIC_RELAXED);
+    return;
+  }
+  hccl_go_entering();
+  goLanePlace(l->comm, stream, j, e);
+}
+
 // hg_lane_wait waits until every peer's inline flag of parity par reaches
 // epoch e, as arena.wait does before it sleeps: per peer, it spins for the
-// spin budget, then yields the processor between polls until the yield
-// budget has passed too. 0 when a peer did not arrive by then, or the
-// arena closed or the communicator failed meanwhile: Go's wait takes over
-// (deadline, liveness of the peer, sleep).
-static int hg_lane_wait(const struct hg_lane* l, const struct hg_lane_stream* s, uint64_t e, int par) {
+// spin budget, notes where it runs (hg_lane_note_place), then yields the
+// processor between polls until the yield budget has passed too. 0 when a
+// peer did not arrive by then, or the arena closed or the communicator
+// failed meanwhile: Go's wait takes over (deadline, liveness of the peer,
+// sleep).
+static int hg_lane_wait(const struct hg_lane* l, const struct hg_lane_stream* s, int stream, uint64_t e, int par) {
   for (int j = 0; j < l->size; j++) {
     if (j == l->index) continue;
     const uint64_t* f = s->flags[par][j];
     long long start = 0;
+    int spinning = 1;
     while (__atomic_load_n(f, __ATOMIC_ACQUIRE) < e) {
       for (int k = 0; k < 64; k++) {
         if (__atomic_load_n(f, __ATOMIC_ACQUIRE) >= e) goto arrived;
@@ -231,7 +254,13 @@ static int hg_lane_wait(const struct hg_lane* l, const struct hg_lane_stream* s,
       if (start == 0) start = now;
       if (now - start >= l->spin_ns + l->yield_ns) return 0;
       if (__atomic_load_n(s->closed, __ATOMIC_RELAXED) || __atomic_load_n(l->off, __ATOMIC_RELAXED)) return 0;
-      if (now - start >= l->spin_ns) sched_yield();
+      if (now - start >= l->spin_ns) {
+        if (spinning) {
+          spinning = 0;
+          hg_lane_note_place(l, s, stream, j, e);
+        }
+        sched_yield();
+      }
     }
   arrived:;
   }
@@ -314,7 +343,7 @@ static int hg_lane_run(struct hg_lane* l, const void* send, void* recv, size_t c
   }
 
   // The second half (intra.FinishInlineAllReduce): wait, check, reduce.
-  if (!hg_lane_wait(l, s, e, par)) goto handover;
+  if (!hg_lane_wait(l, s, stream, e, par)) goto handover;
   for (int j = 0; j < p; j++) {
     if (j != me && memcmp(s->stamps[par][j], stamp, sizeof stamp) != 0) goto handover;
   }

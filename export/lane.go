@@ -84,6 +84,7 @@ func registerLane(h uint64, e *commEntry) {
 		s.on, s.limit = 1, C.size_t(st.Limit)
 		s.epoch = (*C.uint64_t)(pinned(&reg.pin, unsafe.Pointer(a.Epoch)))
 		s.closed = (*C.uint32_t)(pinned(&reg.pin, unsafe.Pointer(a.Closed)))
+		s.colocated = (*C.int32_t)(pinned(&reg.pin, unsafe.Pointer(a.Colocated)))
 		for j := range a.Size {
 			C.hg_lane_set_rank(s, C.int(j), C.uintptr_t(a.Posted[j]), C.uintptr_t(a.Waiters[j]), C.uintptr_t(a.Bells[j]), C.uintptr_t(a.Places[j]))
 			for par := range 2 {
@@ -163,6 +164,17 @@ func goLaneFinish(comm C.uint64_t, stream C.int, seq, id, epoch C.uint64_t, star
 		return fail(e, err)
 	}
 	return C.hcclGoSuccess
+}
+
+// goLanePlace notes that the C lane's wait on stream found local rank j
+// on its CPU at epoch e (pgbackend.NoteLanePlace), which may move the
+// calling thread off that CPU.
+//
+//export goLanePlace
+func goLanePlace(comm C.uint64_t, stream, j C.int, epoch C.uint64_t) {
+	if v, ok := laneComms.Load(uint64(comm)); ok {
+		v.(*commEntry).c.NoteLanePlace(int(stream), int(j), uint64(epoch))
+	}
 }
 
 // goLaneKick starts what was queued on a stream while the C lane held it.

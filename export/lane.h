@@ -25,6 +25,7 @@ struct hg_lane_stream {
   uint32_t* hold;
   uint64_t* epoch;
   uint32_t* closed;
+  int32_t* colocated;  // the arena's run of co-located waits (placement.go)
   uint64_t* posted[HG_LANE_MAX_RANKS];
   uint32_t* waiters[HG_LANE_MAX_RANKS];
   uint32_t* bells[HG_LANE_MAX_RANKS];

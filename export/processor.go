@@ -18,9 +18,16 @@ import "runtime"
 //
 // So each thread refreshes its P now and then: hccl_go.c keeps, per thread,
 // when it last did, and on entry to the library calls goRefreshProcessor
-// once HCCL_GO_REFRESH_MS (default 2; 0: never) have passed. The yield goes
-// through the scheduler and back (a hand-off of the P to another thread and
-// back, ~10-30 µs), which marks the P as scheduling again.
+// once HCCL_GO_REFRESH_MS (default 8; 0: never) have passed. The yield goes
+// through the scheduler and back: the calling goroutine is locked to its
+// thread, so the P goes to another thread and comes back, two thread
+// wake-ups (10-30 µs with a CPU idle, 60-140 µs on a busy 2-CPU VM). The
+// call that pays for it is the first one after a pause as long as the
+// period, so the period is as long as sysmon allows: 8 ms keeps a thread
+// that calls in steadily refreshed before sysmon's 10 ms, and a pause of
+// 2-8 ms (a backward layer, the data loader) costs the next op nothing.
+// After a pause of 10 ms or more sysmon has taken the P anyway, and the
+// refresh on the next call keeps it from taking the new one.
 
 //export goRefreshProcessor
 func goRefreshProcessor() {

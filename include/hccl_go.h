@@ -282,7 +282,7 @@ hcclGoResult_t hcclGoSparseAllReduce(const int64_t* indices, const void* values,
 /* Writes comm's traffic counters into buf as NUL-terminated JSON:
  *   {"rank", "size", "compression", "bytes_sent", "bytes_recv",
  *    "ops": {kind: {"calls", "bytes_sent", "bytes_recv", "msgs_sent", "msgs_recv",
- *                   "arena_ns", "inter_ns"}}}
+ *                   "arena_ns", "inter_ns"}}, "placement_moves"}
  * with kind "allreduce", "sparse_allreduce", "broadcast", ..., "p2p": payload
  * bytes of messages between distinct ranks since the communicator was
  * created. The single-host shared-memory arena path sends no messages and
@@ -292,7 +292,8 @@ hcclGoResult_t hcclGoSparseAllReduce(const int64_t* indices, const void* values,
  * hierarchical all_reduce, all_gather and reduce_scatter across hosts spent
  * in their arena phases (on the calling thread) and in their inter-host
  * exchange; a large all_reduce or all_gather runs in rounds that overlap
- * the two.
+ * the two. placement_moves counts how often this rank moved its thread off
+ * a CPU where a rank of its host was waiting (transport/arena/placement.go).
  * Fails with hcclGoInvalidArgument (buf then holds a truncated
  * prefix) when len is too small. */
 hcclGoResult_t hcclGoCommStats(hcclGoComm_t comm, char* buf, size_t len);

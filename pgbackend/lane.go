@@ -184,6 +184,15 @@ func (c *Communicator) FinishLaneAllReduce(h LaneHandover) error {
 	return c.finishLane(lo, c.arenas[h.Stream], h.Epoch, h.Recv)
 }
 
+// NoteLanePlace records where the C fast lane's wait on stream runs
+// when it stops spinning and finds local rank j on its CPU at epoch e
+// (arena.NotePlace): the lane's waits keep the ranks apart as Go's do.
+func (c *Communicator) NoteLanePlace(stream, j int, e uint64) {
+	if stream >= 0 && stream < len(c.arenas) && c.arenas[stream] != nil {
+		c.arenas[stream].NotePlace(j, e)
+	}
+}
+
 // finishLane runs the second half of a fast-lane all_reduce whose input
 // is posted in epoch e, and ends it.
 func (c *Communicator) finishLane(lo laneOp, a *arena.Arena, e uint64, recv []byte) error {

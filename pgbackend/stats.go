@@ -43,6 +43,9 @@ type Stats struct {
 	BytesSent   int64                `json:"bytes_sent"` // over all ops
 	BytesRecv   int64                `json:"bytes_recv"`
 	Ops         map[string]OpTraffic `json:"ops"` // by kind: "allreduce", "sparse_allreduce", "p2p", ...
+	// PlacementMoves is how often this rank moved its thread off a CPU
+	// where a peer of its host was waiting (transport/arena/placement.go).
+	PlacementMoves int64 `json:"placement_moves"`
 }
 
 // trafficCounters are one kind's live counters.
@@ -179,9 +182,15 @@ func (e *countingEndpoint) TryRecvAny(ctx context.Context, tag transport.Tag, bu
 // Stats returns the communicator's traffic counters.
 func (c *Communicator) Stats() Stats {
 	total, ops := c.stats.snapshot()
+	var moves int64
+	for _, a := range c.arenas {
+		if a != nil {
+			moves += a.Moves()
+		}
+	}
 	return Stats{
 		Rank: c.rank, Size: c.size, Compression: string(c.compression()),
-		BytesSent: total.BytesSent, BytesRecv: total.BytesRecv, Ops: ops,
+		BytesSent: total.BytesSent, BytesRecv: total.BytesRecv, Ops: ops, PlacementMoves: moves,
 	}
 }
 

@@ -11,7 +11,11 @@ stats(group) returns hcclGoCommStats of the group's communicator:
      "bytes_sent": ..., "bytes_recv": ...,            # all ops together
      "ops": {"allreduce": {"calls", "bytes_sent", "bytes_recv", "msgs_sent", "msgs_recv",
                            "arena_ns", "inter_ns"},
-             "sparse_allreduce": {...}, "broadcast": {...}, "p2p": {...}, ...}}
+             "sparse_allreduce": {...}, "broadcast": {...}, "p2p": {...}, ...},
+     "placement_moves": ...}
+
+placement_moves counts how often this rank moved its thread off a CPU where a
+rank of its host was waiting for it (docs/performance.md, Placement).
 
 Bytes are message payloads between distinct ranks since the communicator was
 created. A communicator whose ranks all share one host runs its collectives in a
@@ -48,5 +52,6 @@ def delta(before: dict, after: dict) -> dict:
         **after,
         "bytes_sent": after["bytes_sent"] - before["bytes_sent"],
         "bytes_recv": after["bytes_recv"] - before["bytes_recv"],
+        "placement_moves": after.get("placement_moves", 0) - before.get("placement_moves", 0),
         "ops": ops,
     }

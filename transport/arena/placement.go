@@ -101,6 +101,15 @@ func (a *Arena) notePlace(j int, e uint64) {
 	a.moveOff(cpu, e)
 }
 
+// NotePlace is notePlace for waits outside Go (Raw): the C fast lane's
+// wait calls it when it stops spinning and finds local rank j waiting on
+// its CPU at epoch e.
+func (a *Arena) NotePlace(j int, e uint64) {
+	if j >= 0 && j < len(a.places) && j != a.index {
+		a.notePlace(j, e)
+	}
+}
+
 // moveOff moves this rank's thread off CPU cpu to one where no local rank
 // was seen at epoch e, and records the attempt (the rate limit's clock,
 // the run of co-located waits) and the move.

@@ -33,6 +33,11 @@ type Raw struct {
 
 	Epoch  *uint64      // the last epoch this rank started
 	Closed *atomic.Bool // set by Close
+	// Colocated counts the waits in a row that found a peer on this
+	// rank's CPU (placement.go): a wait that stops spinning and finds every
+	// peer elsewhere stores 0; one that finds a peer on its CPU calls
+	// NotePlace instead.
+	Colocated *atomic.Int32
 
 	// By local index: the posted word (uint64), the waiters count and the
 	// bell (uint32 futex words), and the place word (uint64, placement.go)
@@ -52,7 +57,7 @@ func (a *Arena) Raw() Raw {
 	r := Raw{
 		Index: a.index, Size: p, InlineBytes: a.geom.inlineBytes, HalfBytes: a.geom.halfSize(),
 		Spin: a.spin, Yield: a.cfg.YieldTime,
-		Epoch: &a.epoch, Closed: &a.closed,
+		Epoch: &a.epoch, Closed: &a.closed, Colocated: &a.pl.colocated,
 		Posted: make([]uintptr, p), Waiters: make([]uintptr, p), Bells: make([]uintptr, p), Places: make([]uintptr, p),
 	}
 	for j := range p {
