@@ -217,8 +217,7 @@ static uint64_t hg_flight_record(const struct hg_lane* l, int stream, uint64_t s
 // place word and, when j's place word shows j waiting on the same CPU
 // just now, lets Go count it and perhaps move this thread (goLanePlace);
 // j seen lately on another CPU ends the run of co-located waits.
-static void hg_lane_note_place(const struct hg_lane* l, const struct hg_lane_stream* s, int stream, int j,
-                               uint64_t e) {
+static void hg_lane_note_place(const struct hg_lane* l, const struct hg_lane_stream* s, int stream, int j, uint64_t e) {
   int cpu = sched_getcpu();
   if (cpu < 0) return;
   const uint64_t mask = (1ull << 48) - 1;
