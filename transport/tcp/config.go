@@ -43,6 +43,11 @@ type Config struct {
 	// refuses connections from the ranks it marks, and Send or Recv with
 	// one of them fails.
 	Unlinked []bool
+	// Lazy makes each link on its first use instead of in Connect (see
+	// lazy.go): Connect returns at once, the listener stays open until
+	// Close, and a Send to a peer without a link makes it. Both ends of a
+	// pair must agree.
+	Lazy bool
 }
 
 const (

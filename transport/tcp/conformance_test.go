@@ -18,3 +18,15 @@ func TestConformanceFourStreams(t *testing.T) {
 		return connectAll(t, size, Config{StreamsPerPeer: 4, MaxFrameBytes: 64 << 10})
 	})
 }
+
+func TestConformanceLazy(t *testing.T) {
+	transporttest.Run(t, func(t *testing.T, size int) []transport.Endpoint {
+		return connectAll(t, size, Config{Lazy: true})
+	})
+}
+
+func TestConformanceLazyFourStreams(t *testing.T) {
+	transporttest.Run(t, func(t *testing.T, size int) []transport.Endpoint {
+		return connectAll(t, size, Config{Lazy: true, StreamsPerPeer: 4, MaxFrameBytes: 64 << 10})
+	})
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
+	"slices"
 	"sync"
 	"time"
 
@@ -54,23 +55,19 @@ var errConnectTimeout = errors.New("connection setup timed out")
 // handshake are closed and logged without failing the setup. Connect takes
 // ownership of l and closes it when it returns.
 func Connect(ctx context.Context, l *Listener, rank int, peerAddrs []string, cfg Config) (transport.Endpoint, error) {
-	defer l.Close()
 	cfg, err := cfg.withDefaults()
 	if err != nil {
+		_ = l.Close()
 		return nil, fmt.Errorf("tcp connect: %w", err)
 	}
+	if cfg.Lazy {
+		return connectLazy(l, rank, peerAddrs, cfg)
+	}
+	defer l.Close()
 	size := len(peerAddrs)
-	if rank < 0 || rank >= size {
-		return nil, fmt.Errorf("tcp connect: rank %d not in [0, %d)", rank, size)
-	}
-	if cfg.Unlinked != nil && len(cfg.Unlinked) != size {
-		return nil, fmt.Errorf("tcp connect: Unlinked lists %d ranks for %d", len(cfg.Unlinked), size)
-	}
-	linked := func(p int) bool { return p != rank && (cfg.Unlinked == nil || !cfg.Unlinked[p]) }
-	for p, a := range peerAddrs {
-		if p < rank && linked(p) && a == "" {
-			return nil, fmt.Errorf("tcp connect: no address for rank %d", p)
-		}
+	linked, err := checkAddrs(rank, peerAddrs, cfg, func(p int) bool { return p < rank })
+	if err != nil {
+		return nil, err
 	}
 	ctx, cancelTimeout := context.WithTimeoutCause(ctx, cfg.ConnectTimeout, errConnectTimeout)
 	defer cancelTimeout()
@@ -117,6 +114,26 @@ func Connect(ctx context.Context, l *Listener, rank int, peerAddrs []string, cfg
 	return newEndpoint(rank, size, cfg, s.conns, s.maxFrame), nil
 }
 
+// checkAddrs checks rank and cfg.Unlinked against the addresses and that
+// every linked peer this rank dials (dials(p)) has one; it returns which
+// peers are linked.
+func checkAddrs(rank int, peerAddrs []string, cfg Config, dials func(p int) bool) (func(p int) bool, error) {
+	size := len(peerAddrs)
+	if rank < 0 || rank >= size {
+		return nil, fmt.Errorf("tcp connect: rank %d not in [0, %d)", rank, size)
+	}
+	if cfg.Unlinked != nil && len(cfg.Unlinked) != size {
+		return nil, fmt.Errorf("tcp connect: Unlinked lists %d ranks for %d", len(cfg.Unlinked), size)
+	}
+	linked := func(p int) bool { return p != rank && (cfg.Unlinked == nil || !cfg.Unlinked[p]) }
+	for p, a := range peerAddrs {
+		if dials(p) && linked(p) && a == "" {
+			return nil, fmt.Errorf("tcp connect: no address for rank %d", p)
+		}
+	}
+	return linked, nil
+}
+
 // setup collects the connections of one Connect call.
 type setup struct {
 	rank, size int
@@ -137,6 +154,12 @@ type setup struct {
 	// be it and did not prove the secret ("" if none): the likeliest cause
 	// when that peer then never links.
 	badSecret []string
+
+	// Lazy links (lazy.go) only: onReady receives a peer's connections once
+	// every stream to it is filled, and onDoorbell the lower ranks that ask
+	// this one to dial them. Both nil for Connect's one-off setup.
+	onReady    func(peer int, conns []*net.TCPConn, maxFrame int)
+	onDoorbell func(peer int)
 }
 
 func newSetup(rank, size int, cfg Config, ctx context.Context, linked func(peer int) bool) *setup {
@@ -171,7 +194,7 @@ func newSetup(rank, size int, cfg Config, ctx context.Context, linked func(peer 
 // handshakeDeadline bounds one accepted handshake.
 func (s *setup) handshakeDeadline() time.Time {
 	d := time.Now().Add(s.cfg.HandshakeTimeout)
-	if d.After(s.deadline) {
+	if !s.deadline.IsZero() && d.After(s.deadline) {
 		d = s.deadline
 	}
 	return d
@@ -204,6 +227,12 @@ func (s *setup) acceptLoop(l *Listener) {
 // serve handshakes one accepted connection and files it, or closes it.
 func (s *setup) serve(conn *net.TCPConn) {
 	p, err := s.acceptHandshake(conn)
+	if err == nil && p.stream == doorbellStream {
+		s.dropPending(conn)
+		_ = conn.Close()
+		s.onDoorbell(p.rank)
+		return
+	}
 	if err == nil {
 		err = tune(conn)
 	}
@@ -323,14 +352,15 @@ func (s *setup) unreserve(peer, stream int) {
 // in which case the caller closes conn.
 func (s *setup) fill(peer, stream int, conn *net.TCPConn, maxFrame int) bool {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	delete(s.pending, conn)
 	select {
 	case <-s.complete:
+		s.mu.Unlock()
 		return false
 	default:
 	}
 	if s.conns[peer][stream] != nil {
+		s.mu.Unlock()
 		return false
 	}
 	s.conns[peer][stream] = conn
@@ -338,6 +368,14 @@ func (s *setup) fill(peer, stream int, conn *net.TCPConn, maxFrame int) bool {
 	s.need--
 	if s.need == 0 {
 		close(s.complete)
+	}
+	var up []*net.TCPConn // the peer's streams, once all are filled (lazy links)
+	if s.onReady != nil && !slices.Contains(s.conns[peer], nil) {
+		up = slices.Clone(s.conns[peer])
+	}
+	s.mu.Unlock()
+	if up != nil {
+		s.onReady(peer, up, maxFrame)
 	}
 	return true
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hccl-go/hccl-go/transport"
@@ -16,7 +17,10 @@ type Endpoint struct {
 	rank, size int
 	cfg        Config
 	box        *match.Box
-	links      []*link // nil at this rank's own index and for unlinked ranks
+	// links[p] is nil at this rank's own index, for unlinked ranks, and,
+	// with lazy links, until the link to p is made.
+	links []atomic.Pointer[link]
+	lazy  *lazyLinks // nil unless Config.Lazy
 
 	closing   chan struct{}
 	closeOnce sync.Once
@@ -36,23 +40,24 @@ func newEndpoint(rank, size int, cfg Config, conns [][]*net.TCPConn, maxFrame []
 		size:    size,
 		cfg:     cfg,
 		box:     match.NewBox(rank, size),
-		links:   make([]*link, size),
+		links:   make([]atomic.Pointer[link], size),
 		closing: make(chan struct{}),
 	}
-	for p := range size {
+	for p := range conns {
 		if conns[p] != nil {
-			e.links[p] = newLink(e, p, conns[p], min(cfg.MaxFrameBytes, maxFrame[p]))
-		}
-	}
-	for _, l := range e.links {
-		if l == nil {
-			continue
-		}
-		for _, s := range l.streams {
-			e.readers.Go(func() { l.readLoop(s) })
+			e.addLink(p, conns[p], maxFrame[p])
 		}
 	}
 	return e
+}
+
+// addLink makes the link to peer over conns and starts its readers.
+func (e *Endpoint) addLink(peer int, conns []*net.TCPConn, maxFrame int) {
+	l := newLink(e, peer, conns, min(e.cfg.MaxFrameBytes, maxFrame))
+	e.links[peer].Store(l)
+	for _, s := range l.streams {
+		e.readers.Go(func() { l.readLoop(s) })
+	}
 }
 
 // Rank implements transport.Endpoint.
@@ -78,7 +83,14 @@ func (e *Endpoint) Send(ctx context.Context, peer int, tag transport.Tag, data [
 	if peer == e.rank {
 		return e.sendSelf(tag, data)
 	}
-	return e.links[peer].send(ctx, tag, data)
+	l := e.links[peer].Load()
+	if l == nil { // a lazy link not made yet (checkPeer)
+		var err error
+		if l, err = e.lazy.await(ctx, peer); err != nil {
+			return fmt.Errorf("send to rank %d tag %#x: %w", peer, uint64(tag), err)
+		}
+	}
+	return l.send(ctx, tag, data)
 }
 
 // sendSelf delivers a message to this endpoint's own receives.
@@ -102,6 +114,11 @@ func (e *Endpoint) Recv(ctx context.Context, peer int, tag transport.Tag, buf []
 	if err := e.checkPeer(peer); err != nil {
 		return fmt.Errorf("tcp recv: %w", err)
 	}
+	if peer != e.rank && e.lazy != nil && e.links[peer].Load() == nil {
+		// A receive is a first use too: with the link up, the peer's
+		// death fails it.
+		e.lazy.start(peer)
+	}
 	return e.box.Recv(ctx, peer, tag, buf)
 }
 
@@ -112,6 +129,14 @@ func (e *Endpoint) Queued(peer int, tag transport.Tag) (posted, arrived int) {
 
 // TryRecvAny implements transport.AnySource.
 func (e *Endpoint) TryRecvAny(ctx context.Context, tag transport.Tag, buf []byte, accept func(peer int) bool) (int, bool, error) {
+	if e.lazy != nil {
+		// Every peer a wildcard receive accepts is used by it.
+		for p := range e.links {
+			if p != e.rank && e.links[p].Load() == nil && e.lazy.s.linked(p) && accept(p) {
+				e.lazy.start(p)
+			}
+		}
+	}
 	return e.box.TryRecvAny(ctx, tag, buf, accept)
 }
 
@@ -126,17 +151,20 @@ const byeTimeout = 100 * time.Millisecond
 func (e *Endpoint) Close() error {
 	e.closeOnce.Do(func() {
 		close(e.closing)
+		if e.lazy != nil {
+			e.lazy.stop() // no link is made after this
+		}
 		e.box.Close()
 		deadline := time.Now().Add(byeTimeout)
-		for _, l := range e.links {
-			if l != nil && !l.isDead() {
+		for i := range e.links {
+			if l := e.links[i].Load(); l != nil && !l.isDead() {
 				for _, s := range l.streams {
 					s.sayBye(deadline)
 				}
 			}
 		}
-		for _, l := range e.links {
-			if l != nil {
+		for i := range e.links {
+			if l := e.links[i].Load(); l != nil {
 				l.fail(transport.ErrClosed)
 			}
 		}
@@ -158,8 +186,29 @@ func (e *Endpoint) checkPeer(peer int) error {
 	if peer < 0 || peer >= e.size {
 		return fmt.Errorf("peer rank %d out of range [0, %d)", peer, e.size)
 	}
-	if peer != e.rank && e.links[peer] == nil {
+	if peer != e.rank && e.links[peer].Load() == nil && (e.lazy == nil || !e.lazy.s.linked(peer)) {
 		return fmt.Errorf("rank %d has no TCP link to rank %d (Config.Unlinked)", e.rank, peer)
 	}
 	return nil
+}
+
+// Linked reports whether this endpoint has a link to peer now (made and
+// not failed). With lazy links, a peer not yet used has none.
+func (e *Endpoint) Linked(peer int) bool {
+	if peer < 0 || peer >= e.size || peer == e.rank {
+		return false
+	}
+	l := e.links[peer].Load()
+	return l != nil && !l.isDead()
+}
+
+// Links counts the links made so far, failed ones included.
+func (e *Endpoint) Links() int {
+	n := 0
+	for i := range e.links {
+		if e.links[i].Load() != nil {
+			n++
+		}
+	}
+	return n
 }

@@ -79,8 +79,15 @@ func (s *setup) acceptHandshake(conn net.Conn) (acceptedPeer, error) {
 
 	w := welcome{Status: statusOK, Rank: uint32(s.rank), MaxFrame: uint32(s.cfg.MaxFrameBytes)}
 	peer, stream := int(h.Rank), int(h.Stream)
+	doorbell := stream == doorbellStream
 	var refusal error
 	switch {
+	case doorbell && (s.onDoorbell == nil || int(h.Size) != s.size || peer >= s.rank || !s.linked(peer)):
+		// Only lower ranks with a link to make ring, and only lazy links
+		// answer.
+		refusal = fmt.Errorf("rank %d of %d may not ask rank %d of %d to dial it", h.Rank, h.Size, s.rank, s.size)
+		w.Status = statusBadPeer
+	case doorbell:
 	case int(h.Size) != s.size || peer <= s.rank || peer >= s.size:
 		// Only higher ranks dial this one.
 		refusal = fmt.Errorf("rank %d of %d may not dial rank %d of %d", h.Rank, h.Size, s.rank, s.size)
@@ -100,13 +107,16 @@ func (s *setup) acceptHandshake(conn net.Conn) (acceptedPeer, error) {
 	}
 	w.MAC = welcomeMAC(s.cfg.Secret, &h, nonce, &w)
 	if _, err := conn.Write(encodeWelcome(w)); err != nil {
-		if refusal == nil {
+		if refusal == nil && !doorbell {
 			s.unreserve(peer, stream)
 		}
 		return none, fmt.Errorf("rank %d: write welcome: %w", peer, err)
 	}
 	if refusal != nil {
 		return none, refusal
+	}
+	if doorbell {
+		return acceptedPeer{rank: peer, stream: stream}, nil
 	}
 	if err := conn.SetDeadline(time.Time{}); err != nil {
 		s.unreserve(peer, stream)

@@ -91,7 +91,7 @@ func TestMalformedFrameFailsLink(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	eps := connectAll(t, 3, Config{})
-	raw := eps[0].(*Endpoint).links[1].streams[0].conn
+	raw := eps[0].(*Endpoint).links[1].Load().streams[0].conn
 	var bad [headerSize]byte
 	encodeHeader(bad[:], frameHeader{Kind: 9, FragLen: 1, MsgLen: 1})
 	_, err := raw.Write(bad[:])
@@ -178,7 +178,7 @@ func TestSendCancelledMidMessage(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	eps := connectAll(t, 2, Config{MaxFrameBytes: 4 << 10})
-	l := eps[0].(*Endpoint).links[1]
+	l := eps[0].(*Endpoint).links[1].Load()
 	short, stop := context.WithCancel(ctx)
 	stop()
 	// Cancelled before anything is written: the link survives.

@@ -58,10 +58,10 @@ func (r *reach) succeeded() {
 
 // failed records an attempt, started at start, that got no TCP connection
 // by now.
-func (r *reach) failed(start, now time.Time, err error, window time.Duration) reachVerdict {
+func (r *reach) failed(start, now time.Time, err error, window time.Duration, refusedIsFinal bool) reachVerdict {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.answered && errors.Is(err, syscall.ECONNREFUSED) {
+	if (r.answered || refusedIsFinal) && errors.Is(err, syscall.ECONNREFUSED) {
 		// Its listener was open and is closed now: its Connect has ended
 		// without this link.
 		return gaveUp
@@ -79,8 +79,14 @@ func (r *reach) failed(start, now time.Time, err error, window time.Duration) re
 // connection and aborts the setup when the address is settled unreachable.
 // It reports whether the setup was aborted.
 func (s *setup) dialFailed(abort context.CancelCauseFunc, start time.Time, err error, addr string, peer int) bool {
-	switch s.reach[peer].failed(start, time.Now(), err, s.cfg.UnreachableTimeout) {
+	// A lazy link's peer listens for as long as its endpoint lives: a refusal
+	// means it has closed or exited.
+	switch s.reach[peer].failed(start, time.Now(), err, s.cfg.UnreachableTimeout, s.onReady != nil) {
 	case gaveUp:
+		if s.onReady != nil {
+			abort(fmt.Errorf("%w: rank %d's listener at %s refuses connections: rank %d has closed its endpoint or exited", ErrUnreachable, peer, addr, peer))
+			return true
+		}
 		abort(fmt.Errorf("%w: rank %d's listener at %s took connections before and now refuses them: rank %d gave up or exited (its own error says why)", ErrUnreachable, peer, addr, peer))
 		return true
 	case unreachable:
@@ -120,7 +126,7 @@ func (s *setup) probeLoop(ctx context.Context, abort context.CancelCauseFunc, ad
 			_ = conn.Close()
 			s.reach[peer].succeeded()
 		} else {
-			v := s.reach[peer].failed(start, time.Now(), err, w)
+			v := s.reach[peer].failed(start, time.Now(), err, w, false)
 			// A peer whose dial did not prove the secret and whose listener
 			// now takes no connections has given up on this rank: say so at
 			// once. (A stranger's claim alone aborts nothing.)

@@ -51,7 +51,7 @@ func TestReachVerdicts(t *testing.T) {
 					got = keepTrying
 					continue
 				}
-				got = r.failed(t0.Add(a.start), t0.Add(a.end), a.err, window)
+				got = r.failed(t0.Add(a.start), t0.Add(a.end), a.err, window, false)
 			}
 			assert.Equal(t, tc.want, got)
 		})

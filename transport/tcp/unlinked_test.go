@@ -14,8 +14,8 @@ import (
 // openSockets counts the TCP connections an endpoint holds.
 func openSockets(e *Endpoint) int {
 	n := 0
-	for _, l := range e.links {
-		if l != nil {
+	for i := range e.links {
+		if l := e.links[i].Load(); l != nil {
 			n += len(l.streams)
 		}
 	}
