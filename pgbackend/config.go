@@ -87,6 +87,10 @@ type Config struct {
 	// anew: "auto", "1" or "0". The Python side reads it; the library only
 	// checks and documents it.
 	SplitGroups string
+	// LazyLinks says when the TCP links to the ranks of other hosts are
+	// made: "1" on first use, "0" at init, "auto" on first use above
+	// lazyAutoRemote such ranks (connect.go).
+	LazyLinks string
 }
 
 // Var documents one configuration variable.
@@ -121,7 +125,7 @@ var Vars = []Var{
 		func(c *Config, v string) error { return setBool(&c.SingleCopy, v) }},
 	{"HCCL_GO_FAST_LANE", "1", "`1`: a blocking all_reduce that fits the shared-memory inline slots (4 KiB), on a communicator whose ranks share this host, runs at once on the calling thread when its stream is idle, in C without entering the Go runtime where it can (the C API called with a NULL work pointer, torch's synchronous all_reduce, `torch_hccl_go.all_reduce`); `0`: it is queued like any other op.",
 		func(c *Config, v string) error { return setBool(&c.FastLane, v) }},
-	{"HCCL_GO_TOPO_PROBE", "auto", "Link probing at init: `1` on, `0` off, `auto`: on when the ranks span several hosts and number at most 16.",
+	{"HCCL_GO_TOPO_PROBE", "auto", "Link probing at init: `1` on, `0` off, `auto`: on when the ranks span several hosts, number at most 16 and link at init (probing links every pair; see HCCL_GO_LAZY_LINKS).",
 		func(c *Config, v string) error { return setEnum(&c.TopoProbe, v, "auto", "0", "1") }},
 	{"HCCL_GO_TOPO_PROBE_MS", "500", "Time link probing aims at, in ms (4 times this plus 5 s is its hard limit).",
 		func(c *Config, v string) error { return setMillis(&c.TopoProbeBudget, v) }},
@@ -154,6 +158,8 @@ var Vars = []Var{
 		func(c *Config, v string) error { return setMillis(&c.StreamDefer, v) }},
 	{"HCCL_GO_SPLIT_GROUPS", "auto", "When torch_hccl_go builds a new group (`new_group`, `new_subgroups`, device meshes) as a split of the default group's communicator, if that is an hccl_go one: the split shares the default group's links and threads and costs no file descriptor or thread; on one host it maps an arena of its own, across hosts it runs no hierarchical algorithm (see Groups). `auto`: when the members are all on one host or each on a host of its own (a device mesh's cross-host dimension); `1`: always; `0`: never, every group connects its own links. A group whose Options set `transport`, `socket_ifname`, `listen_addr` or `streams_per_peer` always connects its own.",
 		func(c *Config, v string) error { return setEnum(&c.SplitGroups, v, "auto", "0", "1") }},
+	{"HCCL_GO_LAZY_LINKS", "auto", "When a rank makes its TCP links to the ranks of other hosts. `1`: on first use, so a rank links only with the peers its collectives and point-to-point calls exchange with and sockets per rank follow the algorithms' fan-out (ring neighbours, the same local rank on the other hosts), not the world size; a peer that cannot be reached is reported at that first use. `0`: every link at init, which then fails within seconds when a peer cannot be reached. `auto`: on first use when more than 64 ranks are on other hosts, else at init.",
+		func(c *Config, v string) error { return setEnum(&c.LazyLinks, v, "auto", "0", "1") }},
 }
 
 // DefaultConfig is the configuration with every variable at its default.

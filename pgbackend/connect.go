@@ -63,6 +63,11 @@ func connect(ctx context.Context, l *tcp.Listener, rv Rendezvous, cfg Config) (*
 			unlinked[p] = true
 		}
 	}
+	lazy := lazyLinks(cfg.LazyLinks, size-max(len(local), 1))
+	cfg.LazyLinks = "0" // resolved: what the topology's discovery reads
+	if lazy {
+		cfg.LazyLinks = "1"
+	}
 	tcpEP, err := tcp.Connect(ctx, l, rv.Rank, rv.Addrs, tcp.Config{
 		Secret:             rv.Secret,
 		StreamsPerPeer:     cfg.StreamsPerPeer,
@@ -70,6 +75,7 @@ func connect(ctx context.Context, l *tcp.Listener, rv Rendezvous, cfg Config) (*
 		UnreachableTimeout: cfg.UnreachableTimeout,
 		Logf:               tcpLogf, // refused strangers and failed links
 		Unlinked:           unlinked,
+		Lazy:               lazy,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("init rank %d of %d: %w%s", rv.Rank, size, err, connectAdvice(rv, err))
@@ -81,6 +87,7 @@ func connect(ctx context.Context, l *tcp.Listener, rv Rendezvous, cfg Config) (*
 	kinds[rv.Rank] = "self"
 	if len(local) < 2 {
 		c := New(tcpEP, cfg, kinds)
+		c.noteLazy(tcpEP, lazy)
 		c.watchPeers(c.links, jobID(rv))
 		return c, nil
 	}
@@ -99,6 +106,7 @@ func connect(ctx context.Context, l *tcp.Listener, rv Rendezvous, cfg Config) (*
 		}
 	}
 	c := New(hybrid.New(rv.Rank, size, routes), cfg, kinds) // closes both endpoints
+	c.noteLazy(tcpEP, lazy)
 	if cfg.ShmCollectives {
 		c.shmJob = jobID(rv)
 		// An arena per stream (each runs one op at a time) among the ranks
@@ -125,6 +133,17 @@ func connect(ctx context.Context, l *tcp.Listener, rv Rendezvous, cfg Config) (*
 	// link, or shared memory's check of the peer's process.
 	c.watchPeers(c.links, jobID(rv))
 	return c, nil
+}
+
+// lazyAutoRemote is how many ranks on other hosts make HCCL_GO_LAZY_LINKS=auto
+// link on first use: below it, linking every peer at init costs little and
+// finds an unreachable peer before the first op.
+const lazyAutoRemote = 64
+
+// lazyLinks says whether the TCP links to remote ranks on other hosts are
+// made on first use under setting (Config.LazyLinks).
+func lazyLinks(setting string, remote int) bool {
+	return setting == "1" || (setting == "auto" && remote > lazyAutoRemote)
 }
 
 // shmPeers lists the ranks (this one included) that share this rank's host

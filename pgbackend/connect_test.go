@@ -55,6 +55,9 @@ func TestConnectRoutes(t *testing.T) {
 	tcpOnly.Transport = "tcp"
 	noArena := testConfig()
 	noArena.ShmCollectives = false
+	lazy := testConfig()
+	lazy.LazyLinks = "1"
+
 	tests := []struct {
 		name  string
 		hosts []string
@@ -65,6 +68,8 @@ func TestConnectRoutes(t *testing.T) {
 		{"one host, shm messages", []string{"h", "h", "h"}, noArena, "shm"},
 		{"one host, tcp forced", []string{"h", "h", "h"}, tcpOnly, "tcp"},
 		{"two hosts", []string{"a", "b", "a"}, testConfig(), "tcp"},
+		{"three hosts, lazy links", []string{"a", "b", "c", "a", "b", "c"}, lazy, "tcp"},
+		{"one rank per host, lazy links", []string{"a", "b", "c", "d"}, lazy, "tcp"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -129,5 +134,47 @@ func TestConnectRoutes(t *testing.T) {
 				wait(t, w, err)
 			})
 		})
+	}
+}
+
+// With lazy links a rank links only with the peers its ops use: after
+// init and an all_reduce it holds fewer TCP links than ranks on other
+// hosts, and an all_to_all, which exchanges with every rank, links them all.
+func TestLazyLinksFollowTheAlgorithms(t *testing.T) {
+	cfg := testConfig()
+	cfg.LazyLinks = "1"
+	hosts := []string{"a", "b", "c", "d", "e", "f", "a", "b", "c", "d", "e", "f"}
+	cs := connectAll(t, hosts, cfg)
+	n := len(cs)
+	links := func(c *Communicator) int { return c.lazy.(*tcp.Endpoint).Links() }
+	eachRank(cs, func(c *Communicator) {
+		v := f32(float32(c.Rank()))
+		w, err := c.AllReduce(v, v, reduce.Float32, reduce.Sum, 0, StreamDefault)
+		wait(t, w, err)
+		assert.Equal(t, f32(float32(n*(n-1)/2)), v)
+	})
+	remote := n - 2
+	for r, c := range cs {
+		t.Logf("rank %d: %d TCP links after init and an all_reduce", r, links(c))
+		assert.Less(t, links(c), remote, "rank %d links with fewer than the %d ranks of other hosts", r, remote)
+	}
+	eachRank(cs, func(c *Communicator) {
+		send := make([]float32, n)
+		for i := range send {
+			send[i] = float32(100*c.Rank() + i)
+		}
+		recv := make([]byte, 4*n)
+		counts, displs := make([]int, n), make([]int, n)
+		for i := range counts {
+			counts[i], displs[i] = 4, 4*i
+		}
+		w, err := c.AllToAllV(f32(send...), counts, displs, recv, counts, displs, StreamDefault)
+		wait(t, w, err)
+		for i := range n {
+			assert.Equal(t, f32(float32(100*i+c.Rank())), recv[4*i:4*i+4])
+		}
+	})
+	for r, c := range cs {
+		assert.Equal(t, remote, links(c), "rank %d after all_to_all", r)
 	}
 }

@@ -57,6 +57,7 @@ type reliability struct {
 	clock   streams.Clock
 	flight  *flightRecorder
 	mon     *monitor // nil for communicators made without Connect
+	lazy    lazyLinker // the TCP endpoint when its links are made on first use, else nil
 	job     string   // the rendezvous job ID, for trace file names
 	created time.Time
 	dumped  atomic.Bool // the flight recorder was dumped on a failure

@@ -129,6 +129,11 @@ func (c *Communicator) watchPeers(ep transport.Endpoint, job string) {
 // fails (then the communicator fails), or the monitor stops.
 func (m *monitor) watch(p int) {
 	defer m.wg.Done()
+	select { // a lazy link: the receive waits for the link, not makes it (lazy.go)
+	case <-m.c.linkReady(p):
+	case <-m.ctx.Done():
+		return
+	}
 	buf := make([]byte, ctlSize)
 	for {
 		err := m.ep.Recv(m.ctx, p, ctlTag, buf)
@@ -148,7 +153,9 @@ func (m *monitor) watch(p int) {
 		case ctlBye:
 			return
 		case ctlFail:
-			m.c.fail(&PeerFailure{Rank: p, Reported: msg.text, Err: &transport.PeerError{Peer: p, Op: "failure notice", Err: errors.New(msg.text)}}, false)
+			// With lazy links a notice reaches only the linked peers: pass
+			// it on (lazy.go).
+			m.c.fail(&PeerFailure{Rank: p, Reported: msg.text, Err: &transport.PeerError{Peer: p, Op: "failure notice", Err: errors.New(msg.text)}}, m.c.lazy != nil)
 		}
 	}
 }
@@ -182,7 +189,7 @@ func (m *monitor) notifyAll(reason string) {
 	}
 	var wg sync.WaitGroup
 	for p := 0; p < m.c.size; p++ {
-		if p != m.c.rank {
+		if p != m.c.rank && m.c.reachable(p) {
 			wg.Go(func() { m.send(p, ctlTag, &ctlMsg{kind: ctlFail, text: reason}) })
 		}
 	}
@@ -192,7 +199,7 @@ func (m *monitor) notifyAll(reason string) {
 // sayBye tells every peer that this rank destroys its communicator.
 func (m *monitor) sayBye() {
 	for p := 0; p < m.c.size; p++ {
-		if p != m.c.rank {
+		if p != m.c.rank && m.c.reachable(p) {
 			m.send(p, ctlTag, &ctlMsg{kind: ctlBye})
 		}
 	}
@@ -225,8 +232,8 @@ func (m *monitor) query() []*ctlMsg {
 	answers := make([]*ctlMsg, m.c.size)
 	var wg sync.WaitGroup
 	for p := 0; p < m.c.size; p++ {
-		if p == m.c.rank {
-			continue
+		if p == m.c.rank || !m.c.reachable(p) {
+			continue // a peer without a lazy link yet stays silent
 		}
 		wg.Go(func() {
 			q := &ctlMsg{kind: ctlQuery, id: id}

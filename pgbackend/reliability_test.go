@@ -30,18 +30,24 @@ type reliabilityRoute struct {
 	hosts []string
 	tcp   bool // HCCL_GO_TRANSPORT=tcp
 	hier  bool // hierarchical all_reduce (across the hosts: arena inside them)
+	lazy  bool // HCCL_GO_LAZY_LINKS=1
 }
 
 var reliabilityRoutes = []reliabilityRoute{
 	{name: "arena", hosts: []string{"h", "h", "h", "h"}},
 	{name: "tcp", hosts: []string{"h", "h", "h", "h"}, tcp: true},
 	{name: "hier+arena", hosts: []string{"a", "a", "b", "b"}, hier: true},
+	{name: "lazy links", hosts: []string{"a", "b", "c", "d"}, lazy: true},
+	{name: "lazy links, hier+arena", hosts: []string{"a", "a", "b", "b"}, hier: true, lazy: true},
 }
 
 func routeConfig(t *testing.T, timeout time.Duration, route reliabilityRoute) Config {
 	cfg := reliabilityConfig(t, timeout)
 	if route.tcp {
 		cfg.Transport = "tcp"
+	}
+	if route.lazy {
+		cfg.LazyLinks = "1"
 	}
 	if route.hier {
 		cfg.TopoProbe = "0"

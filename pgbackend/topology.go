@@ -277,7 +277,8 @@ func prepare(cfg Config, hosts []string, nhosts int) (rankInfo, *topo.Graph, err
 	case "1":
 		mine.wantProbe = true
 	case "auto":
-		mine.wantProbe = nhosts > 1 && len(hosts) <= probeMaxAuto
+		// Probing measures every pair: with lazy links that would link them all.
+		mine.wantProbe = nhosts > 1 && len(hosts) <= probeMaxAuto && cfg.LazyLinks != "1"
 	}
 	if cfg.TopoFile != "" {
 		mine.wantProbe = false

@@ -202,6 +202,21 @@ func (e *Endpoint) Linked(peer int) bool {
 	return l != nil && !l.isDead()
 }
 
+// LinkReady is closed once the link to peer is made or cannot be; with
+// links made in Connect (or for a peer without one), it is closed already.
+func (e *Endpoint) LinkReady(peer int) <-chan struct{} {
+	if e.lazy == nil || peer < 0 || peer >= e.size || peer == e.rank || !e.lazy.s.linked(peer) {
+		return closedChan
+	}
+	return e.lazy.ready[peer]
+}
+
+var closedChan = func() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}()
+
 // Links counts the links made so far, failed ones included.
 func (e *Endpoint) Links() int {
 	n := 0
