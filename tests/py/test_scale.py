@@ -79,3 +79,25 @@ def test_the_torch_ranks_pass_every_check(tmp_path):
     s = json.loads(out.read_text())["summary"]
     assert (s["ranks_reported"], s["api"], s["failed"]) == (4, "torch", 0), s["failures"]
     assert s["checks"] > 4 * 1000, s["checks"]
+
+
+def test_lazy_links_follow_the_algorithms(tmp_path):
+    """HCCL_GO_LAZY_LINKS=1, 16 C-API ranks as 4 hosts of 4: every check passes, and after init
+    each rank holds fewer sockets than the 12 ranks of other hosts it would link with at init."""
+    out = tmp_path / "scale-lazy.json"
+    proc = subprocess.run(
+        [os.path.join(ROOT, "scripts", "scale.sh"), "16", "--per-host", "4", "--json", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=ROOT,
+        env={**os.environ, "HCCL_GO_LAZY_LINKS": "1"},
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    record = json.loads(out.read_text())
+    assert record["summary"]["failed"] == 0, record["summary"]["failures"]
+    remote = 16 - 4
+    after_init = [r["after_init"]["sockets"] for r in record["ranks"]]
+    assert len(after_init) == 16
+    assert max(after_init) < remote, after_init
+    print("\nsockets per rank after init:", after_init)
