@@ -19,6 +19,10 @@
 // addresses of the ranks above them that have not linked yet, so the ranks
 // that only accept learn of it too.
 //
+// With Config.Lazy, Connect makes no link: the listener stays open for the
+// endpoint's life and a link is made on its first use, by the same
+// handshake, the higher rank dialing (see lazy.go).
+//
 // Data: messages are cut into frames of at most MaxFrameBytes behind a fixed
 // 40-byte header (see frame.go). The first frame of every message goes on
 // stream 0, which fixes the order of messages per (peer, tag); with several
