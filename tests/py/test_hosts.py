@@ -130,3 +130,15 @@ def test_hierarchical_collectives_across_hosts(hosts, subgroup, split):
     env = {"HCCL_GO_ALGO": HIER_EVERYWHERE, "HCCL_GO_TOPO_PROBE": "0"}
     results = run_ranks(hosts_job, len(hosts), args=(hosts, subgroup, split), init=False, env=env, timeout=240)
     print(results)
+
+
+@pytest.mark.parametrize(
+    "hosts, subgroup, split",
+    [(["a", "a", "b", "b"], None, False), (["a", "b", "a", "a"], [3, 1, 0], True)],
+    ids=["2+2", "split 2+1 of 3+1"],
+)
+def test_hierarchical_collectives_with_lazy_links(hosts, subgroup, split):
+    """The same checks with every TCP link made on first use (HCCL_GO_LAZY_LINKS=1)."""
+    env = {"HCCL_GO_ALGO": HIER_EVERYWHERE, "HCCL_GO_TOPO_PROBE": "0", "HCCL_GO_LAZY_LINKS": "1"}
+    results = run_ranks(hosts_job, len(hosts), args=(hosts, subgroup, split), init=False, env=env, timeout=240)
+    print(results)
