@@ -50,13 +50,28 @@ const (
 const probeMaxAuto = 16
 
 // Nominal links of a graph built from host identities alone: shared memory
-// inside a host, a 10 Gbit/s network across.
+// inside a host, a 10 Gbit/s network across. Between NUMA nodes of a host
+// (ranks bound to different nodes) shared memory crosses the processors'
+// interconnect: half the bandwidth within a node, as two-socket servers
+// commonly measure, with a little more latency.
 const (
-	nominalShmLatency = time.Microsecond
-	nominalShmBW      = 5e9
-	nominalNetLatency = 20 * time.Microsecond
-	nominalNetBW      = 1.25e9
+	nominalShmLatency       = time.Microsecond
+	nominalShmBW            = 5e9
+	nominalCrossNUMALatency = 2 * time.Microsecond
+	nominalCrossNUMABW      = nominalShmBW / 2
+	nominalNetLatency       = 20 * time.Microsecond
+	nominalNetBW            = 1.25e9
 )
+
+// numaNodeOf is this rank's NUMA node for discovery: HCCL_GO_NUMA_NODE
+// when set, else the node the process is bound to (topo.PinnedNUMANode;
+// -1 when unbound, since an unbound process moves between nodes).
+func numaNodeOf(cfg Config) int {
+	if cfg.NUMANode >= 0 {
+		return cfg.NUMANode
+	}
+	return topo.PinnedNUMANode()
+}
 
 // topology is what a communicator learned of its ranks and links at init.
 type topology struct {
@@ -74,7 +89,10 @@ type topology struct {
 	// and every shared host has its arenas. Nil otherwise: hierarchical
 	// algorithms then run as messages over hier's equal groups.
 	hosts *hier.Layout
-	log   *infoLog
+	// numa is the layout of the NUMA level (numa.go): one group per
+	// (host, NUMA node), when the model has the level; nil otherwise.
+	numa *hier.Layout
+	log  *infoLog
 }
 
 // TopologyInfo is what a communicator learned of its links at init (zero
@@ -132,6 +150,12 @@ func Connect(ctx context.Context, l *tcp.Listener, rv Rendezvous, cfg Config) (*
 			}
 		}
 	}
+	if t.numa != nil {
+		if err := c.connectNUMA(ctx, *t.numa); err != nil {
+			_ = c.Destroy()
+			return nil, fmt.Errorf("init rank %d of %d: %w", rv.Rank, len(rv.Addrs), err)
+		}
+	}
 	return c, nil
 }
 
@@ -179,9 +203,10 @@ func discoverTopology(ctx context.Context, ep transport.Endpoint, rv Rendezvous,
 	default:
 		t.source, t.graph = "hosts", nominalGraph(hosts, numa)
 	}
-	if t.source != "hosts" || len(nhosts) > 1 {
+	if t.source != "hosts" || len(nhosts) > 1 || spansNUMA(t.graph) {
 		params := modelParams(all, cfg)
 		params.ArenaHier = arenaHier(all, nhosts, t.graph)
+		params.NUMALevel = numaLevelAllowed(all, nhosts, t.graph)
 		// A nominal graph's best ring is known (host after host): searching
 		// for it costs O(n²) per rank and more (0.1 s of CPU at 128 ranks,
 		// each rank doing the same), so only probed and loaded graphs are
@@ -204,6 +229,12 @@ func discoverTopology(ctx context.Context, ep transport.Endpoint, rv Rendezvous,
 			t.hosts = &hier.Layout{Hosts: make([][]int, len(t.hier.Groups))}
 			for h, g := range t.hier.Groups {
 				t.hosts.Hosts[h] = slices.Sorted(slices.Values(g)) // the arena's order
+			}
+		}
+		if nm := t.model.NUMA(); nm != nil {
+			t.numa = &hier.Layout{}
+			for _, g := range nm.Groups() {
+				t.numa.Hosts = append(t.numa.Hosts, slices.Sorted(slices.Values(g))) // the arena's order
 			}
 		}
 		t.ring = t.model.Ring()
@@ -243,6 +274,31 @@ func arenaHier(all []rankInfo, hosts [][]int, g *topo.Graph) bool {
 	return topo.ArenaGroups(hosts) != nil
 }
 
+// numaLevelAllowed says whether the model may make NUMA nodes a level of
+// the hierarchy (topo.Params.NUMALevel): every rank that shares its host
+// has its arenas, whose subsets the level's groups work in, and the graph
+// (a loaded file's included) groups the ranks into the hosts the arenas
+// serve. It reads only what every rank shares, so all agree.
+func numaLevelAllowed(all []rankInfo, hosts [][]int, g *topo.Graph) bool {
+	if g == nil {
+		return false
+	}
+	for _, a := range all {
+		if a.noArena {
+			return false
+		}
+	}
+	graphHosts, _ := topo.GroupHosts(g.HostIDs())
+	return slices.EqualFunc(graphHosts, hosts, slices.Equal)
+}
+
+// spansNUMA says whether some host of g holds ranks of two known NUMA
+// nodes: a single-host communicator then gets a cost model too, which
+// decides whether the NUMA level pays.
+func spansNUMA(g *topo.Graph) bool {
+	return g != nil && topo.SplitNUMA(g).Groups != nil
+}
+
 // hostIDsOf is every rank's host identity; without identities from the
 // rendezvous each rank counts as a host of its own.
 func hostIDsOf(rv Rendezvous, n int) []string {
@@ -259,7 +315,7 @@ func hostIDsOf(rv Rendezvous, n int) []string {
 // prepare is step 1: what this rank contributes to the exchange. An error
 // is reported after the exchange, so that every rank fails together.
 func prepare(cfg Config, hosts []string, nhosts int) (rankInfo, *topo.Graph, error) {
-	mine := rankInfo{numa: int32(topo.NUMANode())}
+	mine := rankInfo{numa: int32(numaNodeOf(cfg))}
 	var loaded *topo.Graph
 	var err error
 	if cfg.TopoFile != "" {
@@ -318,14 +374,19 @@ func allWantProbe(all []rankInfo) bool {
 // beyond, the model works on hostLinks, O(n) memory.
 const denseMaxRanks = 256
 
-// nominalGraph is the graph of host identities with nominal link speeds.
+// nominalGraph is the graph of host identities with nominal link speeds:
+// between ranks of one host on different known NUMA nodes, the nominal
+// cross-NUMA link.
 func nominalGraph(hosts []string, numa []int) *topo.Graph {
 	g := topo.NewGraph(len(hosts))
 	for i, h := range hosts {
 		g.SetRank(i, topo.RankInfo{Host: h, NUMA: numa[i]})
 		for j := range i {
 			l := topo.Link{Latency: nominalNetLatency, Bandwidth: nominalNetBW}
-			if hosts[j] == h {
+			switch {
+			case hosts[j] == h && numa[i] >= 0 && numa[j] >= 0 && numa[i] != numa[j]:
+				l = topo.Link{Latency: nominalCrossNUMALatency, Bandwidth: nominalCrossNUMABW}
+			case hosts[j] == h:
 				l = topo.Link{Latency: nominalShmLatency, Bandwidth: nominalShmBW}
 			}
 			g.SetLink(j, i, l)
