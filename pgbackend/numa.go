@@ -135,7 +135,7 @@ func (t *topology) numaRounds(op string, nbytes int) int {
 // numaWhy says why the topology has or lacks the NUMA level.
 func (t *topology) numaWhy() string {
 	if t == nil || t.model == nil {
-		return "off, because there is no cost model (one host, one NUMA node, nothing measured)"
+		return "off, because the ranks of this host share one NUMA node (or are bound to none) and nothing was measured or loaded"
 	}
 	return t.model.NUMALevel()
 }
