@@ -246,3 +246,70 @@ func TestNUMALevelCollectives(t *testing.T) {
 		})
 	}
 }
+
+// HCCL_GO_NUMA_NODE places ranks on NUMA nodes without a topology file:
+// the nominal graph joins the nodes of a host with the nominal cross-NUMA
+// link, slow enough for a level, which the model keeps if it predicts it
+// faster for some op (that depends on the local copy speed measured at
+// init); the same node on every rank of a host makes no level and no
+// model, as without NUMA nodes.
+func TestNUMANodeVariable(t *testing.T) {
+	hosts := []string{"h", "h", "h", "h"}
+	for _, tc := range []struct {
+		nodes []int
+		on    bool
+	}{{[]int{0, 0, 1, 1}, true}, {[]int{1, 1, 1, 1}, false}} {
+		t.Run(fmt.Sprint(tc.nodes), func(t *testing.T) {
+			cfgs := make([]Config, len(hosts))
+			for r := range cfgs {
+				env := map[string]string{"HCCL_GO_NUMA_NODE": fmt.Sprint(tc.nodes[r]), "HCCL_GO_TOPO_PROBE": "0"}
+				cfg, err := ConfigFrom(func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+				require.NoError(t, err)
+				cfg.Timeout, cfg.ConnectTimeout = 10*time.Second, 20*time.Second
+				cfgs[r] = cfg
+			}
+			cs, errs := topoConnect(t, hosts, cfgs)
+			requireConnected(t, cs, errs)
+			for r, c := range cs {
+				if !tc.on {
+					assert.False(t, c.numa.on(StreamDefault), "rank %d", r)
+					assert.Nil(t, c.Topology().Model, "rank %d: one host, one node: no model, as without NUMA nodes", r)
+					continue
+				}
+				info := c.Topology()
+				require.NotNil(t, info.Model, "rank %d", r)
+				for q, node := range tc.nodes {
+					assert.Equal(t, node, info.Graph.Rank(q).NUMA, "rank %d's view of rank %d", r, q)
+				}
+				assert.Contains(t, info.Model.NUMALevel(), "because links across NUMA nodes are 0.50x", "rank %d", r)
+				assert.Equal(t, info.Model.NUMA() != nil, c.numa.on(StreamDefault), "rank %d", r)
+				assert.Equal(t, cs[0].numa.on(StreamDefault), c.numa.on(StreamDefault), "rank %d agrees with rank 0", r)
+			}
+			// Whatever the model picks, the ranks agree and the sum is right.
+			eachRank(cs, func(c *Communicator) {
+				buf := f32s(float32(c.Rank()), 1<<20)
+				w, err := c.AllReduce(buf, buf, reduce.Float32, reduce.Sum, 0, StreamDefault)
+				wait(t, w, err)
+				assert.Equal(t, float32(6), math.Float32frombits(binary.LittleEndian.Uint32(buf)))
+			})
+		})
+	}
+}
+
+func TestNUMANodeSetting(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want int
+		err  bool
+	}{{"auto", -1, false}, {"AUTO", -1, false}, {"0", 0, false}, {"3", 3, false}, {"-1", 0, true}, {"x", 0, true}} {
+		env := map[string]string{"HCCL_GO_NUMA_NODE": tc.in}
+		cfg, err := ConfigFrom(func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+		if tc.err {
+			assert.Error(t, err, tc.in)
+			continue
+		}
+		require.NoError(t, err, tc.in)
+		assert.Equal(t, tc.want, cfg.NUMANode, tc.in)
+	}
+	assert.Equal(t, -1, DefaultConfig().NUMANode)
+}

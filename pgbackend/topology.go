@@ -203,15 +203,18 @@ func discoverTopology(ctx context.Context, ep transport.Endpoint, rv Rendezvous,
 	default:
 		t.source, t.graph = "hosts", nominalGraph(hosts, numa)
 	}
-	if t.source != "hosts" || len(nhosts) > 1 || spansNUMA(t.graph) {
+	numaLevel := numaLevelPossible(t.graph)
+	if t.source != "hosts" || len(nhosts) > 1 || numaLevel {
 		params := modelParams(all, cfg)
 		params.ArenaHier = arenaHier(all, nhosts, t.graph)
 		params.NUMALevel = numaLevelAllowed(all, nhosts, t.graph)
 		// A nominal graph's best ring is known (host after host): searching
 		// for it costs O(n²) per rank and more (0.1 s of CPU at 128 ranks,
 		// each rank doing the same), so only probed and loaded graphs are
-		// searched, and small nominal ones, where the exact search is quick.
-		if t.graph != nil && (t.source != "hosts" || n <= topo.ExactRingMaxRanks) {
+		// searched, and small nominal ones, where the exact search is quick,
+		// and those whose NUMA nodes may make a level (which needs the
+		// graph's nodes and links).
+		if t.graph != nil && (t.source != "hosts" || n <= topo.ExactRingMaxRanks || numaLevel) {
 			t.model, err = topo.NewCostModel(t.graph, params)
 		} else {
 			t.model, err = hostModel(hosts, params)
@@ -292,11 +295,15 @@ func numaLevelAllowed(all []rankInfo, hosts [][]int, g *topo.Graph) bool {
 	return slices.EqualFunc(graphHosts, hosts, slices.Equal)
 }
 
-// spansNUMA says whether some host of g holds ranks of two known NUMA
-// nodes: a single-host communicator then gets a cost model too, which
-// decides whether the NUMA level pays.
-func spansNUMA(g *topo.Graph) bool {
-	return g != nil && topo.SplitNUMA(g).Groups != nil
+// numaLevelPossible says whether g's NUMA nodes may make a level of the
+// hierarchy (topo.NUMASplit.Level): a single-host communicator then gets a
+// cost model too, which decides per op whether the level pays.
+func numaLevelPossible(g *topo.Graph) bool {
+	if g == nil {
+		return false
+	}
+	on, _ := topo.SplitNUMA(g).Level()
+	return on
 }
 
 // hostIDsOf is every rank's host identity; without identities from the
@@ -338,7 +345,12 @@ func prepare(cfg Config, hosts []string, nhosts int) (rankInfo, *topo.Graph, err
 	if cfg.TopoFile != "" {
 		mine.wantProbe = false
 	}
-	if nhosts > 1 || cfg.TopoFile != "" || cfg.TopoProbe == "1" {
+	// Local speeds matter to the model across hosts, with measured or
+	// loaded links, and where ranks on NUMA nodes of one host may make a
+	// level (bound to a node of a machine of several, or placed by
+	// HCCL_GO_NUMA_NODE); a single-node host skips the few ms.
+	mayLevel := mine.numa >= 0 && (cfg.NUMANode >= 0 || topo.NUMANodes() > 1)
+	if nhosts > 1 || cfg.TopoFile != "" || cfg.TopoProbe == "1" || mayLevel {
 		mine.reduceBW, mine.copyBW = measureLocal()
 		mine.codecBW = collectives.MeasureCodec(cfg.Compression, 4<<20)
 	}

@@ -49,8 +49,35 @@ func (m *CostModel) setNUMA(g *Graph) error {
 	sub.groups, sub.numa = groups, nil
 	sub.p.ArenaHier, sub.p.NUMALevel = true, false
 	m.numa = &sub
+	if !m.numaPays() {
+		m.numa = nil
+		m.numaWhy = fmt.Sprintf("off, because %s, but the model predicts the level slower than the other algorithms for every op up to %s", why, FormatBytes(numaPaysMax))
+		return nil
+	}
 	m.numaWhy = fmt.Sprintf("on, because %s: %d (host, NUMA node) groups, taken per op and size where the model predicts them faster", why, len(groups))
 	return nil
+}
+
+// numaPaysMax is the largest size numaPays tries.
+const numaPaysMax = 1 << 30
+
+// numaPays says whether the model chooses AlgoNUMA for some op of 1 MiB
+// to numaPaysMax (on one host against AlgoShm, which runs every op there
+// that the level does not): without, the level's arenas would be memory
+// for nothing.
+func (m *CostModel) numaPays() bool {
+	var among []string // nil: all
+	if m.t.NumHosts() == 1 {
+		among = []string{AlgoShm, AlgoNUMA}
+	}
+	for _, op := range []string{OpAllReduce, OpAllGather, OpReduceScatter, OpBroadcast} {
+		for n := 1 << 20; n <= numaPaysMax; n *= 4 {
+			if algo, _, _, err := m.ChooseFrom(op, n, among); err == nil && algo == AlgoNUMA {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func mustWhy(s NUMASplit) string {

@@ -32,6 +32,24 @@ func PinnedNUMANode() int {
 	}.pinned()
 }
 
+// NUMANodes is the number of NUMA nodes of this machine with CPUs (0 when
+// sysfs says nothing).
+func NUMANodes() int {
+	return numaSources{nodeDir: "/sys/devices/system/node"}.nodes()
+}
+
+func (s numaSources) nodes() int {
+	nodeOf, err := cpuNodes(s.nodeDir)
+	if err != nil {
+		return 0
+	}
+	seen := map[int]bool{}
+	for _, n := range nodeOf {
+		seen[n] = true
+	}
+	return len(seen)
+}
+
 // numaSources are NUMANode's inputs, replaceable in tests.
 type numaSources struct {
 	nodeDir    string // holds node<N>/cpulist

@@ -106,8 +106,9 @@ func TestCostModelNUMALevel(t *testing.T) {
 	}{
 		{"one host 2+2 slow", oneHost, []int{0, 0, 1, 1}, 1.0 / 4, numaParams, true, AlgoNUMA, AlgoShm, 2, []string{AlgoShm, AlgoNUMA}},
 		{"one host 2+2 equal", oneHost, []int{0, 0, 1, 1}, 1, numaParams, false, "", "", 0, nil},
+		{"one host 2+2, local copies far faster than the links", oneHost, []int{0, 0, 1, 1}, 1.0 / 2, Params{ReduceBandwidth: 50e9, CopyBandwidth: 100e9, NUMALevel: true}, false, "", "", 0, nil},
 		{"one host, no arenas", oneHost, []int{0, 0, 1, 1}, 1.0 / 4, Params{ReduceBandwidth: 2e9, CopyBandwidth: 4e9}, false, "", "", 0, nil},
-		{"2 hosts x (2+2) slow", twoHosts, []int{0, 0, 1, 1, 0, 0, 1, 1}, 1.0 / 4, numaParams, true, AlgoNUMA, "", 4, []string{AlgoHier, AlgoNUMA}},
+		{"2 hosts x (2+2) slow", twoHosts, []int{0, 0, 1, 1, 0, 0, 1, 1}, 1.0 / 16, numaParams, true, AlgoNUMA, "", 4, []string{AlgoHier, AlgoNUMA}},
 		{"2 hosts x (2+2) equal", twoHosts, []int{0, 0, 1, 1, 0, 0, 1, 1}, 1, numaParams, false, "", "", 0, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -122,6 +123,9 @@ func TestCostModelNUMALevel(t *testing.T) {
 			if !tc.level {
 				assert.Nil(t, m.NUMA())
 				assert.Contains(t, m.NUMALevel(), "off, because")
+				if split := SplitNUMA(g); p.NUMALevel && split.Ratio > 0 && split.Ratio <= NUMASlowRatio {
+					assert.Contains(t, m.NUMALevel(), "predicts the level slower")
+				}
 				for _, op := range []string{OpAllReduce, OpAllGather, OpReduceScatter, OpBroadcast} {
 					algos, err := m.Algorithms(op)
 					require.NoError(t, err)

@@ -55,6 +55,7 @@ func TestNUMANode(t *testing.T) {
 			s := fakeSysfs(t, tc.cpulists, tc.allowed, tc.cpu)
 			assert.Equal(t, tc.want, s.node())
 			assert.Equal(t, tc.pinned, s.pinned())
+			assert.Equal(t, len(tc.cpulists), s.nodes())
 		})
 	}
 }
