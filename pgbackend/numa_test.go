@@ -85,6 +85,7 @@ func TestNUMALevelChoice(t *testing.T) {
 					}
 					if !tc.on {
 						assert.Nil(t, m.NUMA(), "rank %d", r)
+						assert.Nil(t, c.Topology().NUMAGroups, "rank %d", r)
 						assert.Contains(t, m.NUMALevel(), "off, because", "rank %d", r)
 						for _, op := range []string{"allreduce", "allgather", "reducescatter", "broadcast"} {
 							algo, err := c.ChooseAlgorithm(op, 64<<20)
@@ -97,7 +98,8 @@ func TestNUMALevelChoice(t *testing.T) {
 					assert.Contains(t, m.NUMALevel(), "on, because", "rank %d", r)
 					// In the ring's order, which may cross hosts rather
 					// than slow NUMA links.
-					assert.ElementsMatch(t, [][]int{{0, 1}, {2, 3}, {4, 5}, {6, 7}}[:len(l.hosts)/2], c.topo.numa.Hosts, "rank %d", r)
+					assert.ElementsMatch(t, [][]int{{0, 1}, {2, 3}, {4, 5}, {6, 7}}[:len(l.hosts)/2], c.Topology().NUMAGroups, "rank %d", r)
+					assert.Equal(t, cs[0].Topology().NUMAGroups, c.Topology().NUMAGroups, "rank %d agrees with rank 0", r)
 					for _, op := range []string{"allreduce", "allgather", "reducescatter"} {
 						if oneHost {
 							algo, err := c.ChooseAlgorithm(op, 64<<20)

@@ -111,6 +111,9 @@ type TopologyInfo struct {
 	// hierarchy of hierarchical ones (nil: none).
 	Ring   []int
 	Groups [][]int
+	// NUMAGroups are the (host, NUMA node) groups of the NUMA level, each
+	// in increasing rank order (nil: no level; numa.go).
+	NUMAGroups [][]int
 }
 
 // Topology describes what the communicator learned of its links at init.
@@ -119,10 +122,16 @@ func (c *Communicator) Topology() TopologyInfo {
 	if t == nil {
 		return TopologyInfo{}
 	}
-	return TopologyInfo{
+	info := TopologyInfo{
 		Source: t.source, ProbeTime: t.probeTime, Graph: t.graph, Model: t.model,
 		Ring: slices.Clone(t.ring), Groups: slices.Clone(t.hier.Groups),
 	}
+	if t.numa != nil {
+		for _, g := range t.numa.Hosts {
+			info.NUMAGroups = append(info.NUMAGroups, slices.Clone(g))
+		}
+	}
+	return info
 }
 
 // Connect builds this rank's communicator: it links to every other rank
