@@ -22,14 +22,14 @@ import (
 // HCCL_GO_TOPO_FILE: 100 GB/s between ranks of one node (at least the
 // local copy speed init measures, which the model scales by the ratio of
 // the links across nodes to within one), crossBW between the nodes of a
-// host, a 5 GB/s network across hosts.
-func numaFile(t *testing.T, hosts []string, numa []int, crossBW float64) string {
+// host, netBW across hosts.
+func numaFile(t *testing.T, hosts []string, numa []int, crossBW, netBW float64) string {
 	t.Helper()
 	g := topo.NewGraph(len(hosts))
 	for i, h := range hosts {
 		g.SetRank(i, topo.RankInfo{Host: h, NUMA: numa[i]})
 		for j := range i {
-			l := topo.Link{Latency: 20 * time.Microsecond, Bandwidth: 5e9}
+			l := topo.Link{Latency: 20 * time.Microsecond, Bandwidth: netBW}
 			switch {
 			case hosts[j] == h && numa[j] == numa[i]:
 				l = topo.Link{Latency: time.Microsecond, Bandwidth: 100e9}
@@ -44,16 +44,29 @@ func numaFile(t *testing.T, hosts []string, numa []int, crossBW float64) string 
 	return path
 }
 
-// numaLayouts are emulated hosts and NUMA nodes: one host of 2+2 ranks,
-// one of 3+1, and two hosts of 2+2.
-var numaLayouts = []struct {
-	name  string
-	hosts []string
-	numa  []int
-}{
-	{"1 host 2+2", []string{"a", "a", "a", "a"}, []int{0, 0, 1, 1}},
-	{"1 host 3+1", []string{"a", "a", "a", "a"}, []int{0, 1, 0, 0}},
-	{"2 hosts x (2+2)", []string{"a", "a", "a", "a", "b", "b", "b", "b"}, []int{0, 0, 1, 1, 0, 0, 1, 1}},
+// numaLayout is emulated hosts and NUMA nodes, and the links of a layout
+// where the NUMA level pays: on one host, NUMA links at 2.5 GB/s (the
+// whole-host arena reads from the other node 40 times slower than within
+// one); across hosts, NUMA links ten times slower than a 100 Mbit/s
+// network, slow enough that the model's choice does not hang on the local
+// copy speeds init measures (slow under the race detector), where only
+// the groups' ring, which crosses hosts rather than NUMA nodes, avoids
+// them.
+type numaLayout struct {
+	name         string
+	hosts        []string
+	numa         []int
+	cross, netBW float64
+}
+
+func (l numaLayout) file(t *testing.T, crossBW float64) string {
+	return numaFile(t, l.hosts, l.numa, crossBW, l.netBW)
+}
+
+var numaLayouts = []numaLayout{
+	{"1 host 2+2", []string{"a", "a", "a", "a"}, []int{0, 0, 1, 1}, 2.5e9, 5e9},
+	{"1 host 3+1", []string{"a", "a", "a", "a"}, []int{0, 1, 0, 0}, 2.5e9, 5e9},
+	{"2 hosts x (2+2)", []string{"a", "a", "a", "a", "b", "b", "b", "b"}, []int{0, 0, 1, 1, 0, 0, 1, 1}, 1.25e6, 12.5e6},
 }
 
 // The NUMA level is there when links across NUMA nodes are slow, and the
@@ -61,19 +74,15 @@ var numaLayouts = []struct {
 // across hosts over the host hierarchy), never for an all_reduce the fast
 // lane may take; with equal links it is not there and nothing changes.
 func TestNUMALevelChoice(t *testing.T) {
-	for _, l := range []struct {
-		name  string
-		hosts []string
-		numa  []int
-	}{numaLayouts[0], numaLayouts[2]} {
+	for _, l := range []numaLayout{numaLayouts[0], numaLayouts[2]} {
 		for _, tc := range []struct {
 			name  string
 			cross float64
 			on    bool
-		}{{"slow", 2.5e9, true}, {"equal", 100e9, false}} {
+		}{{"slow", l.cross, true}, {"equal", 100e9, false}} {
 			t.Run(l.name+" "+tc.name, func(t *testing.T) {
 				cfg := topoTestConfig()
-				cfg.TopoFile = numaFile(t, l.hosts, l.numa, tc.cross)
+				cfg.TopoFile = l.file(t, tc.cross)
 				cs := connectAll(t, l.hosts, cfg)
 				oneHost := len(slices.Compact(slices.Clone(l.hosts))) == 1
 				for r, c := range cs {
@@ -143,7 +152,7 @@ func TestNUMALevelCollectives(t *testing.T) {
 	for _, l := range numaLayouts {
 		t.Run(l.name, func(t *testing.T) {
 			cfg := topoTestConfig()
-			cfg.TopoFile = numaFile(t, l.hosts, l.numa, 2.5e9)
+			cfg.TopoFile = l.file(t, l.cross)
 			cfg.Algo = map[string]collectives.Algorithm{
 				"allreduce": algoNUMA, "allgather": algoNUMA, "reducescatter": algoNUMA,
 				"broadcast": algoNUMA, "reduce": algoNUMA,
@@ -283,7 +292,7 @@ func TestNUMANodeVariable(t *testing.T) {
 				for q, node := range tc.nodes {
 					assert.Equal(t, node, info.Graph.Rank(q).NUMA, "rank %d's view of rank %d", r, q)
 				}
-				assert.Contains(t, info.Model.NUMALevel(), "because links across NUMA nodes are 0.50x", "rank %d", r)
+				assert.Contains(t, info.Model.NUMALevel(), "because links across NUMA nodes are 0.5x", "rank %d", r)
 				assert.Equal(t, info.Model.NUMA() != nil, c.numa.on(StreamDefault), "rank %d", r)
 				assert.Equal(t, cs[0].numa.on(StreamDefault), c.numa.on(StreamDefault), "rank %d agrees with rank 0", r)
 			}

@@ -83,9 +83,9 @@ func (s NUMASplit) Level() (bool, string) {
 	case s.Ratio == 0:
 		return false, "no two ranks of a host share a NUMA node, so a NUMA group has no arena to gain"
 	case s.Ratio > NUMASlowRatio:
-		return false, fmt.Sprintf("links across NUMA nodes are %.2fx as fast as within one (a level needs at most %.2fx)", s.Ratio, NUMASlowRatio)
+		return false, fmt.Sprintf("links across NUMA nodes are %.3gx as fast as within one (a level needs at most %.3gx)", s.Ratio, NUMASlowRatio)
 	}
-	return true, fmt.Sprintf("links across NUMA nodes are %.2fx as fast as within one", s.Ratio)
+	return true, fmt.Sprintf("links across NUMA nodes are %.3gx as fast as within one", s.Ratio)
 }
 
 // numaSlowdown is how much longer an arena phase among the ranks of group
