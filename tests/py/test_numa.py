@@ -93,13 +93,14 @@ def numa_job(ctx) -> dict:
     dist.all_gather(gathered, x)
     assert all(torch.equal(gathered[0], y) for y in gathered), "ranks disagree on a float sum"
 
+    numa_groups = torch_hccl_go.comm_info().get("numa_groups")
     path = torch_hccl_go.dump_trace(None, os.path.join(ctx.store_dir, f"trace{me}.json"))
     with open(path) as f:
         ops = json.load(f)["ops"]
     routes: dict[str, set] = {}
     for o in ops:
         routes.setdefault(f"{o['op']} {o['bytes'] >= 4 << 20}", set()).add(o["route"])
-    return {"routes": {k: sorted(v) for k, v in routes.items()}}
+    return {"routes": {k: sorted(v) for k, v in routes.items()}, "numa_groups": numa_groups}
 
 
 @pytest.mark.parametrize(
@@ -116,6 +117,7 @@ def test_numa_level_through_torch(tmp_path, level, forced):
         env["HCCL_GO_ALGO"] = NUMA_EVERYWHERE
     results = run_ranks(numa_job, 4, env=env, timeout=240)
     for rank, r in enumerate(results):
+        assert r["numa_groups"] == ([[0, 1], [2, 3]] if level else None), f"rank {rank}: {r}"
         routes = r["routes"]
         for kind in ("allreduce", "reducescatter", "allgather", "broadcast", "reduce"):
             large = routes.get(f"{kind} True", [])
