@@ -216,6 +216,35 @@ func TestNUMALevelCollectives(t *testing.T) {
 				}
 			}
 
+			// Across hosts, where the exchange dominates, large ops run in
+			// rounds (collectives/hier/rounds.go) on the NUMA level too.
+			if len(slices.Compact(slices.Clone(l.hosts))) > 1 {
+				const big = 3<<20 + 5 // float32 elements: 12 MiB and a bit
+				for _, c := range cs {
+					o := c.pick(StreamDefault, topo.OpAllReduce, 4*big, c.options("allreduce", 0), allReduceAlgos)
+					require.Equal(t, algoNUMA, o.Algo)
+					require.Positive(t, o.RoundBytes, "rank %d: a 12 MiB all_reduce in rounds", c.Rank())
+				}
+				eachRank(cs, func(c *Communicator) {
+					buf := f32s(float32(c.Rank()), big)
+					w, err := c.AllReduce(buf, buf, reduce.Float32, reduce.Sum, 0, StreamDefault)
+					wait(t, w, err)
+					for _, i := range []int{0, 1, big / 2, big - 1} {
+						want := float32(p*(p-1)/2 + p*i)
+						require.Equal(t, want, math.Float32frombits(binary.LittleEndian.Uint32(buf[4*i:])), "rank %d element %d", c.Rank(), i)
+					}
+					// Every rank's block is the same sum: each block of the
+					// 12 MiB output is it.
+					blk := 4 * (big / p)
+					ag := make([]byte, p*blk)
+					w, err = c.AllGather(buf[:blk], ag, StreamDefault)
+					wait(t, w, err)
+					for j := range p {
+						assert.True(t, slices.Equal(buf[:blk], ag[j*blk:(j+1)*blk]), "rank %d block %d", c.Rank(), j)
+					}
+				})
+			}
+
 			// Random floats round differently in different orders: the
 			// ranks still agree bit for bit, and the sums are close to a
 			// float64 reference.
