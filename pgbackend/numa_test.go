@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/hccl-go/hccl-go/collectives"
 	"github.com/hccl-go/hccl-go/collectives/reduce"
+	"github.com/hccl-go/hccl-go/streams"
 	"github.com/hccl-go/hccl-go/topo"
 )
 
@@ -352,4 +354,52 @@ func TestNUMANodeSetting(t *testing.T) {
 		assert.Equal(t, tc.want, cfg.NUMANode, tc.in)
 	}
 	assert.Equal(t, -1, DefaultConfig().NUMANode)
+}
+
+// A rank lost during ops of the NUMA level fails them on every survivor
+// at once, whether it waits in its group's arena (a host-mate of the
+// lost rank's NUMA node) or for the exchange between groups, naming the
+// lost rank; the groups' arenas leave no segment in /dev/shm.
+func TestNUMALevelPeerLoss(t *testing.T) {
+	l := numaLayouts[0]
+	cfg := reliabilityConfig(t, 20*time.Second)
+	cfg.TopoFile = l.file(t, l.cross)
+	cfg.Algo = map[string]collectives.Algorithm{"allreduce": algoNUMA}
+	cs := connectAll(t, l.hosts, cfg)
+	require.True(t, cs[0].numa.on(StreamDefault))
+	entries, err := os.ReadDir("/dev/shm")
+	require.NoError(t, err)
+	for _, e := range entries {
+		assert.NotContains(t, e.Name(), cs[0].shmJob+"-numa", "a NUMA group's segment left in /dev/shm")
+	}
+
+	var pending [3][]*streams.Work
+	for r := range 3 {
+		for _, s := range []int{StreamDefault, StreamHighPriority} {
+			buf := f32s(1, 1000)
+			w, err := cs[r].AllReduce(buf, buf, reduce.Float32, reduce.Sum, 0, s)
+			require.NoError(t, err)
+			pending[r] = append(pending[r], w)
+		}
+	}
+	require.Eventually(t, func() bool {
+		for r := range pending {
+			for _, w := range pending[r] {
+				if started, _ := w.Times(); started.IsZero() {
+					return false
+				}
+			}
+		}
+		return true
+	}, 5*time.Second, time.Millisecond, "the ops never started")
+	start := time.Now()
+	cs[3].Abort() // as a crash would
+	for r := range 3 {
+		for i, err := range waitAll(pending[r], 5*time.Second) {
+			require.Error(t, err, "rank %d op %d", r, i)
+			assert.ErrorContains(t, err, "peer rank 3", "rank %d", r)
+			assert.Equal(t, ClassRemote, Classify(err), "rank %d: %v", r, err)
+		}
+	}
+	assert.Less(t, time.Since(start), 2*time.Second, "survivors must fail fast")
 }
