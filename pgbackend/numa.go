@@ -14,10 +14,11 @@ import (
 
 // NUMA nodes as a level of the hierarchy. Where a host's ranks span NUMA
 // nodes joined by slower links (topo.NUMASplit.Level), every shared host
-// has its arenas, and the cost model predicts the level faster for some op
-// (topo/cost_numa.go), the topology gives a second hier.Layout whose groups are
-// the (host, NUMA node) groups (topology.numa), and every stream gets an
-// arena among this rank's group and a hier.Comm over that layout: the
+// has its arenas, and the cost model predicts the level faster for some
+// op (topo/cost_numa.go), the topology gives a second hier.Layout whose
+// groups are the (host, NUMA node) groups (topology.numa), and every
+// stream gets an arena among this rank's group and a hier.Comm over that
+// layout: the
 // arena phase inside each group, the exchange between groups over the
 // links (shared-memory messages across the NUMA nodes of a host, TCP
 // across hosts), every local rank carrying its own shard. The cost model

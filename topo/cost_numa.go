@@ -13,9 +13,10 @@ import (
 // one exchange between groups over the links (shared memory messages
 // across NUMA nodes of a host, the network across hosts). On one host it
 // competes with AlgoShm, the whole op in the host's arena. The level
-// exists when some host spans two NUMA nodes and its links across them
-// are at most NUMASlowRatio as fast as within one (NUMASplit.Level);
-// which of the algorithms runs is chosen per op and size, like any other.
+// exists when some host spans two NUMA nodes, its links across them are
+// at most NUMASlowRatio as fast as within one (NUMASplit.Level), and the
+// model chooses it for some op of 1 MiB to 1 GiB (numaPays); which of the
+// algorithms runs is then chosen per op and size, like any other.
 
 // setNUMA takes the graph's NUMA nodes into the model: the slowdown of
 // arenas that span nodes, and with Params.NUMALevel the sub-model of
@@ -23,7 +24,7 @@ import (
 func (m *CostModel) setNUMA(g *Graph) error {
 	s := SplitNUMA(g)
 	if s.Groups == nil {
-		m.numaWhy = "off, because " + mustWhy(s)
+		m.numaWhy = "off, because " + levelWhy(s)
 		return nil
 	}
 	m.numaNode = make([]int, g.Size())
@@ -37,7 +38,7 @@ func (m *CostModel) setNUMA(g *Graph) error {
 		m.numaWhy = "off, because " + why
 		return nil
 	case !m.p.NUMALevel:
-		m.numaWhy = "off, because a host's ranks have no shared-memory arenas (" + why + ")"
+		m.numaWhy = "off, because the hosts' ranks have no shared-memory arenas for NUMA groups (shared-memory collectives off, or the topology's hosts are not the ranks' hosts; " + why + ")"
 		return nil
 	}
 	groups, err := orderGroups(s.Groups, m.ring, true)
@@ -80,7 +81,8 @@ func (m *CostModel) numaPays() bool {
 	return false
 }
 
-func mustWhy(s NUMASplit) string {
+// levelWhy is NUMASplit.Level's reason.
+func levelWhy(s NUMASplit) string {
 	_, why := s.Level()
 	return why
 }
