@@ -182,3 +182,23 @@ func TestCostModelWithoutNUMAUnchanged(t *testing.T) {
 		}
 	}
 }
+
+// The simulator costs the NUMA level of a topology file whose host spans
+// NUMA nodes: numa against the whole-host arena (shm) on one host.
+func TestSimulateNUMALevel(t *testing.T) {
+	g := numaGraph([]string{"a", "a", "a", "a"}, []int{0, 0, 1, 1}, numaSame, numaCross(1.0/4), numaNet)
+	path := t.TempDir() + "/numa.json"
+	require.NoError(t, g.Save(path))
+	cfg, err := ParseSimArgs([]string{"--topo-file", path, "--size", "64MiB", "--copy-bw", "4GB", "--reduce-bw", "2GB"})
+	require.NoError(t, err)
+	res, err := Simulate(cfg)
+	require.NoError(t, err)
+	var algos []string
+	for _, a := range res.Algos {
+		algos = append(algos, a.Algo)
+	}
+	assert.Contains(t, algos, AlgoShm)
+	assert.Contains(t, algos, AlgoNUMA)
+	assert.Contains(t, res.Table(), "numa")
+	t.Log(res.Table())
+}
