@@ -67,6 +67,8 @@ type Communicator struct {
 	// hosts and every shared host has its arenas (topology.go): the
 	// hierarchical algorithm then runs as collectives/hier.
 	hiers [numStreams]*hier.Comm
+	// numa is the NUMA level, when the topology has one (numa.go).
+	numa  numaLevel
 	p2p   *p2pQueues
 	topo  *topology  // learned at init (topology.go); nil when built by New
 	stats *commStats // bytes on the links per op kind (stats.go)
@@ -123,6 +125,7 @@ func (c *Communicator) Abort() {
 		_ = c.mon.ep.Close() // the TCP links, when data went through shared memory
 	}
 	c.waitLane() // ops in the fast lane may still touch the arenas
+	_ = c.numa.closeArenas()
 	for _, a := range c.arenas {
 		if a != nil {
 			_ = a.Close() // wakes waiters in shared memory too
@@ -169,6 +172,7 @@ func (c *Communicator) Destroy() error {
 	if c.mon != nil {
 		err = errors.Join(err, c.mon.close())
 	}
+	err = errors.Join(err, c.numa.closeArenas())
 	for _, a := range c.arenas {
 		if a != nil {
 			err = errors.Join(err, a.Close())
@@ -217,6 +221,8 @@ func (c *Communicator) submitCollective(stream int, op opDesc, body func(ctx con
 		op.Route = "arena"
 	case op.Algo == collectives.Hier && c.hiers[stream] != nil:
 		op.Route = "hier+arena" // intra-host phases in the arena
+	case op.Algo == algoNUMA && c.numa.on(stream):
+		op.Route = "numa+arena" // phases inside each NUMA group in its arena
 	}
 	o, issued := c.newCommOp(op, body)
 	return r.SubmitOp(o, issued), nil

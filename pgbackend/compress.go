@@ -58,7 +58,8 @@ func (c *Communicator) pickAllReduce(stream, nbytes int, dt reduce.DType, op red
 	case stream < 0 || stream >= len(c.streams):
 		return o, comp // refused by submitCollective
 	case c.arenaFor(stream, o) != nil:
-		return o, collectives.NoCompression
+		// One host: the arena, or the NUMA level, exact either way.
+		return c.pick(stream, topo.OpAllReduce, nbytes, o, allReduceAlgos), collectives.NoCompression
 	default:
 		o.Algo = c.topo.chooseCompressed(nbytes, o.Algo, c.hiers[stream] != nil, comp)
 		o.RoundBytes = c.roundBytes(stream, topo.OpAllReduce, nbytes, o.Algo, c.topo.modelFor(comp))

@@ -58,6 +58,9 @@ type Config struct {
 	// TopoRing forces the order of ring and chain algorithms: "rank" or a
 	// permutation such as "0,2,1,3" ("": the topology's ring).
 	TopoRing string
+	// NUMANode is this rank's NUMA node for topology discovery (-1: the
+	// node the process is bound to, if any; numa.go).
+	NUMANode int
 	// Debug is the log level: "WARN" (default) or "INFO".
 	Debug string
 	// Check compares a fingerprint of every collective across ranks before
@@ -107,7 +110,7 @@ var Vars = []Var{
 		func(c *Config, v string) error { return setMillis(&c.ConnectTimeout, v) }},
 	{"HCCL_GO_UNREACHABLE_MS", "5000", "How long in ms init keeps trying a peer's advertised address while it refuses connections, is unreachable or does not answer, before failing with an error that names the address (a rank's listener is open before its address is published, so this is never a slow start; a peer that answers but starts late is waited for up to HCCL_GO_CONNECT_TIMEOUT_MS).",
 		func(c *Config, v string) error { return setMillis(&c.UnreachableTimeout, v) }},
-	{"HCCL_GO_ALGO", "", "Algorithm override: `ring`, `rd`, `hd`, `hier` (all_reduce), or per op `allreduce=hier,allgather=ring,broadcast=chain` (`hier` also applies to all_gather, reduce_scatter and broadcast; rings and chains follow the topology's ring).",
+	{"HCCL_GO_ALGO", "", "Algorithm override: `ring`, `rd`, `hd`, `hier` (all_reduce), or per op `allreduce=hier,allgather=ring,broadcast=chain` (`hier` also applies to all_gather, reduce_scatter and broadcast; rings and chains follow the topology's ring). `numa` (all_reduce, all_gather, reduce_scatter, broadcast, reduce) forces the NUMA level of the hierarchy where the topology has one.",
 		func(c *Config, v string) error { return parseAlgo(c, v) }},
 	{"HCCL_GO_TRANSPORT", "auto", "`auto` (shared memory within a host, TCP across), `shm`, or `tcp`.",
 		func(c *Config, v string) error { return setEnum(&c.Transport, v, "auto", "shm", "tcp") }},
@@ -135,6 +138,8 @@ var Vars = []Var{
 		func(c *Config, v string) error { c.TopoDumpFile = v; return nil }},
 	{"HCCL_GO_TOPO_RING", "", "Order of ring and chain algorithms: empty for the topology's ring, `rank` for rank order, or a permutation such as `0,2,1,3`.",
 		func(c *Config, v string) error { c.TopoRing = v; return nil }},
+	{"HCCL_GO_NUMA_NODE", "auto", "This rank's NUMA node for the topology (a non-negative integer), in place of discovery: `auto` takes the node every CPU the process may run on lies in (bound with `numactl --cpunodebind`, taskset or the launcher), and no node for a process free to move between nodes. Where a host's ranks span NUMA nodes joined by slower links (the topology file's `numa` and links, probing, or the nominal cross-NUMA link at half the bandwidth), the hierarchical collectives may work with one group per (host, NUMA node), chosen per op and size by the cost model (docs/topology.md).",
+		func(c *Config, v string) error { return setNUMANode(c, v) }},
 	{"HCCL_GO_DEBUG", "WARN", "Log level: `WARN` or `INFO` (logs transports and algorithm choices once).",
 		func(c *Config, v string) error { return setEnum(&c.Debug, strings.ToUpper(v), "WARN", "INFO") }},
 	{"HCCL_GO_CHECK", "auto", "`1`: before each collective the ranks compare its fingerprint (op, sequence number, bytes, dtype, reduce op, root) and fail alike on a mismatch; `0`: no check; `auto`: on when TORCH_DISTRIBUTED_DEBUG=DETAIL.",
@@ -291,6 +296,14 @@ func setEnum(dst *string, v string, allowed ...string) error {
 }
 
 // parseAlgo accepts "ring" (all_reduce) or "allreduce=ring,broadcast=tree".
+func setNUMANode(c *Config, v string) error {
+	if strings.EqualFold(v, "auto") {
+		c.NUMANode = -1
+		return nil
+	}
+	return setInt(&c.NUMANode, v, 0, 1<<16)
+}
+
 func parseAlgo(c *Config, v string) error {
 	c.Algo = map[string]collectives.Algorithm{}
 	if v == "" {

@@ -28,6 +28,9 @@ type Info struct {
 	// Split describes a communicator split from another (split.go); nil
 	// for one that connected its own links.
 	Split *SplitInfo `json:"split,omitempty"`
+	// NUMAGroups are the (host, NUMA node) groups of the NUMA level
+	// (numa.go); absent without it.
+	NUMAGroups [][]int `json:"numa_groups,omitempty"`
 }
 
 // Info returns the communicator's description.
@@ -41,7 +44,7 @@ func (c *Communicator) Info() Info {
 		TimeoutMs: c.cfg.Timeout.Milliseconds(), Algo: algo,
 		StreamsPerPeer: c.cfg.StreamsPerPeer, ChunkBytes: c.cfg.ChunkBytes,
 		Sequence: c.lane.seq.Load(), GoMaxProcs: runtime.GOMAXPROCS(0), FastLane: "off",
-		Split: c.splitInfo(),
+		Split: c.splitInfo(), NUMAGroups: c.Topology().NUMAGroups,
 	}
 	if c.laneApplies() {
 		info.FastLane = "go"

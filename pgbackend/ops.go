@@ -79,12 +79,15 @@ func (c *Communicator) ReduceCall(send, recv []byte, dt reduce.DType, op reduce.
 	if err := c.checkReduction("reduce", dt, op, send, send, want); err != nil {
 		return Call{}, err
 	}
-	o := c.pickReduce(stream, c.options("reduce", preMul))
+	o := c.pickReduce(stream, len(send), c.options("reduce", preMul))
 	return Call{stream, reduction("reduce", len(send), dt, op, root).algo(o), func(ctx context.Context, tag transport.Tag) error {
 		if a := c.arenaFor(stream, o); a != nil {
 			return intra.Reduce(ctx, a, uint64(tag), send, recv, dt, op, preMul, root)
 		}
-		if o.Algo == collectives.Hier {
+		switch o.Algo {
+		case algoNUMA:
+			return c.numa.hiers[stream].Reduce(ctx, tag, send, recv, dt, op, preMul, root, o)
+		case collectives.Hier:
 			return c.hiers[stream].Reduce(ctx, tag, send, recv, dt, op, preMul, root, o)
 		}
 		return collectives.Reduce(ctx, c.ep, tag, send, recv, dt, op, root, o)

@@ -55,12 +55,8 @@ func (c *Communicator) connectSplitArenas(ctx context.Context, root *Communicato
 	for i := range members {
 		members[i] = i
 	}
-	acfg := arena.Config{
-		DataBytes: splitDataBytes,
-		Liveness:  func(j int) (bool, error) { return ra.Alive(rootIndex[j]) },
-	}
 	name := fmt.Sprintf("%s-x%d-%v", root.shmJob, c.split.space, c.split.rootRanks)
-	a, err := arena.Connect(ctx, c.rank, members, name, acfg)
+	a, err := subArena(ctx, ra, c.rank, members, rootIndex, name, splitDataBytes)
 	if err != nil {
 		return fmt.Errorf("shared-memory arena of the split's ranks: %w", err)
 	}
@@ -71,4 +67,15 @@ func (c *Communicator) connectSplitArenas(ctx context.Context, root *Communicato
 		}
 	}
 	return nil
+}
+
+// subArena connects an arena among some of host's ranks (a split's, or a
+// NUMA group's): rank and members are numbered as the new arena's ranks,
+// hostIndex[j] is member j's local index in host, whose liveness the new
+// arena reads, so that it holds no file descriptor.
+func subArena(ctx context.Context, host *arena.Arena, rank int, members, hostIndex []int, name string, dataBytes int) (*arena.Arena, error) {
+	return arena.Connect(ctx, rank, members, name, arena.Config{
+		DataBytes: dataBytes,
+		Liveness:  func(j int) (bool, error) { return host.Alive(hostIndex[j]) },
+	})
 }

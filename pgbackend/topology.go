@@ -50,13 +50,28 @@ const (
 const probeMaxAuto = 16
 
 // Nominal links of a graph built from host identities alone: shared memory
-// inside a host, a 10 Gbit/s network across.
+// inside a host, a 10 Gbit/s network across. Between NUMA nodes of a host
+// (ranks bound to different nodes) shared memory crosses the processors'
+// interconnect: half the bandwidth within a node, as two-socket servers
+// commonly measure, with a little more latency.
 const (
-	nominalShmLatency = time.Microsecond
-	nominalShmBW      = 5e9
-	nominalNetLatency = 20 * time.Microsecond
-	nominalNetBW      = 1.25e9
+	nominalShmLatency       = time.Microsecond
+	nominalShmBW            = 5e9
+	nominalCrossNUMALatency = 2 * time.Microsecond
+	nominalCrossNUMABW      = nominalShmBW / 2
+	nominalNetLatency       = 20 * time.Microsecond
+	nominalNetBW            = 1.25e9
 )
+
+// numaNodeOf is this rank's NUMA node for discovery: HCCL_GO_NUMA_NODE
+// when set, else the node the process is bound to (topo.PinnedNUMANode;
+// -1 when unbound, since an unbound process moves between nodes).
+func numaNodeOf(cfg Config) int {
+	if cfg.NUMANode >= 0 {
+		return cfg.NUMANode
+	}
+	return topo.PinnedNUMANode()
+}
 
 // topology is what a communicator learned of its ranks and links at init.
 type topology struct {
@@ -74,7 +89,10 @@ type topology struct {
 	// and every shared host has its arenas. Nil otherwise: hierarchical
 	// algorithms then run as messages over hier's equal groups.
 	hosts *hier.Layout
-	log   *infoLog
+	// numa is the layout of the NUMA level (numa.go): one group per
+	// (host, NUMA node), when the model has the level; nil otherwise.
+	numa *hier.Layout
+	log  *infoLog
 }
 
 // TopologyInfo is what a communicator learned of its links at init (zero
@@ -93,6 +111,9 @@ type TopologyInfo struct {
 	// hierarchy of hierarchical ones (nil: none).
 	Ring   []int
 	Groups [][]int
+	// NUMAGroups are the (host, NUMA node) groups of the NUMA level, each
+	// in increasing rank order (nil: no level; numa.go).
+	NUMAGroups [][]int
 }
 
 // Topology describes what the communicator learned of its links at init.
@@ -101,10 +122,16 @@ func (c *Communicator) Topology() TopologyInfo {
 	if t == nil {
 		return TopologyInfo{}
 	}
-	return TopologyInfo{
+	info := TopologyInfo{
 		Source: t.source, ProbeTime: t.probeTime, Graph: t.graph, Model: t.model,
 		Ring: slices.Clone(t.ring), Groups: slices.Clone(t.hier.Groups),
 	}
+	if t.numa != nil {
+		for _, g := range t.numa.Hosts {
+			info.NUMAGroups = append(info.NUMAGroups, slices.Clone(g))
+		}
+	}
+	return info
 }
 
 // Connect builds this rank's communicator: it links to every other rank
@@ -130,6 +157,12 @@ func Connect(ctx context.Context, l *tcp.Listener, rv Rendezvous, cfg Config) (*
 				_ = c.Destroy()
 				return nil, fmt.Errorf("init rank %d of %d: hierarchical collectives: %w", rv.Rank, len(rv.Addrs), err)
 			}
+		}
+	}
+	if t.numa != nil {
+		if err := c.connectNUMA(ctx, *t.numa); err != nil {
+			_ = c.Destroy()
+			return nil, fmt.Errorf("init rank %d of %d: %w", rv.Rank, len(rv.Addrs), err)
 		}
 	}
 	return c, nil
@@ -179,14 +212,18 @@ func discoverTopology(ctx context.Context, ep transport.Endpoint, rv Rendezvous,
 	default:
 		t.source, t.graph = "hosts", nominalGraph(hosts, numa)
 	}
-	if t.source != "hosts" || len(nhosts) > 1 {
+	numaLevel := numaLevelPossible(t.graph)
+	if t.source != "hosts" || len(nhosts) > 1 || numaLevel {
 		params := modelParams(all, cfg)
 		params.ArenaHier = arenaHier(all, nhosts, t.graph)
+		params.NUMALevel = numaLevelAllowed(all, nhosts, t.graph)
 		// A nominal graph's best ring is known (host after host): searching
 		// for it costs O(n²) per rank and more (0.1 s of CPU at 128 ranks,
 		// each rank doing the same), so only probed and loaded graphs are
-		// searched, and small nominal ones, where the exact search is quick.
-		if t.graph != nil && (t.source != "hosts" || n <= topo.ExactRingMaxRanks) {
+		// searched, and small nominal ones, where the exact search is quick,
+		// and those whose NUMA nodes may make a level (which needs the
+		// graph's nodes and links).
+		if t.graph != nil && (t.source != "hosts" || n <= topo.ExactRingMaxRanks || numaLevel) {
 			t.model, err = topo.NewCostModel(t.graph, params)
 		} else {
 			t.model, err = hostModel(hosts, params)
@@ -204,6 +241,12 @@ func discoverTopology(ctx context.Context, ep transport.Endpoint, rv Rendezvous,
 			t.hosts = &hier.Layout{Hosts: make([][]int, len(t.hier.Groups))}
 			for h, g := range t.hier.Groups {
 				t.hosts.Hosts[h] = slices.Sorted(slices.Values(g)) // the arena's order
+			}
+		}
+		if nm := t.model.NUMA(); nm != nil {
+			t.numa = &hier.Layout{}
+			for _, g := range nm.Groups() {
+				t.numa.Hosts = append(t.numa.Hosts, slices.Sorted(slices.Values(g))) // the arena's order
 			}
 		}
 		t.ring = t.model.Ring()
@@ -243,6 +286,35 @@ func arenaHier(all []rankInfo, hosts [][]int, g *topo.Graph) bool {
 	return topo.ArenaGroups(hosts) != nil
 }
 
+// numaLevelAllowed says whether the model may make NUMA nodes a level of
+// the hierarchy (topo.Params.NUMALevel): every rank that shares its host
+// has its arenas, whose subsets the level's groups work in, and the graph
+// (a loaded file's included) groups the ranks into the hosts the arenas
+// serve. It reads only what every rank shares, so all agree.
+func numaLevelAllowed(all []rankInfo, hosts [][]int, g *topo.Graph) bool {
+	if g == nil {
+		return false
+	}
+	for _, a := range all {
+		if a.noArena {
+			return false
+		}
+	}
+	graphHosts, _ := topo.GroupHosts(g.HostIDs())
+	return slices.EqualFunc(graphHosts, hosts, slices.Equal)
+}
+
+// numaLevelPossible says whether g's NUMA nodes may make a level of the
+// hierarchy (topo.NUMASplit.Level): a single-host communicator then gets a
+// cost model too, which decides per op whether the level pays.
+func numaLevelPossible(g *topo.Graph) bool {
+	if g == nil {
+		return false
+	}
+	on, _ := topo.SplitNUMA(g).Level()
+	return on
+}
+
 // hostIDsOf is every rank's host identity; without identities from the
 // rendezvous each rank counts as a host of its own.
 func hostIDsOf(rv Rendezvous, n int) []string {
@@ -259,7 +331,7 @@ func hostIDsOf(rv Rendezvous, n int) []string {
 // prepare is step 1: what this rank contributes to the exchange. An error
 // is reported after the exchange, so that every rank fails together.
 func prepare(cfg Config, hosts []string, nhosts int) (rankInfo, *topo.Graph, error) {
-	mine := rankInfo{numa: int32(topo.NUMANode())}
+	mine := rankInfo{numa: int32(numaNodeOf(cfg))}
 	var loaded *topo.Graph
 	var err error
 	if cfg.TopoFile != "" {
@@ -283,7 +355,12 @@ func prepare(cfg Config, hosts []string, nhosts int) (rankInfo, *topo.Graph, err
 	if cfg.TopoFile != "" {
 		mine.wantProbe = false
 	}
-	if nhosts > 1 || cfg.TopoFile != "" || cfg.TopoProbe == "1" {
+	// Local speeds matter to the model across hosts, with measured or
+	// loaded links, and where ranks on NUMA nodes of one host may make a
+	// level (bound to a node of a machine of several, or placed by
+	// HCCL_GO_NUMA_NODE); a single-node host skips the few ms.
+	mayLevel := mine.numa >= 0 && (cfg.NUMANode >= 0 || topo.NUMANodes() > 1)
+	if nhosts > 1 || cfg.TopoFile != "" || cfg.TopoProbe == "1" || mayLevel {
 		mine.reduceBW, mine.copyBW = measureLocal()
 		mine.codecBW = collectives.MeasureCodec(cfg.Compression, 4<<20)
 	}
@@ -319,14 +396,19 @@ func allWantProbe(all []rankInfo) bool {
 // beyond, the model works on hostLinks, O(n) memory.
 const denseMaxRanks = 256
 
-// nominalGraph is the graph of host identities with nominal link speeds.
+// nominalGraph is the graph of host identities with nominal link speeds:
+// between ranks of one host on different known NUMA nodes, the nominal
+// cross-NUMA link.
 func nominalGraph(hosts []string, numa []int) *topo.Graph {
 	g := topo.NewGraph(len(hosts))
 	for i, h := range hosts {
 		g.SetRank(i, topo.RankInfo{Host: h, NUMA: numa[i]})
 		for j := range i {
 			l := topo.Link{Latency: nominalNetLatency, Bandwidth: nominalNetBW}
-			if hosts[j] == h {
+			switch {
+			case hosts[j] == h && numa[i] >= 0 && numa[j] >= 0 && numa[i] != numa[j]:
+				l = topo.Link{Latency: nominalCrossNUMALatency, Bandwidth: nominalCrossNUMABW}
+			case hosts[j] == h:
 				l = topo.Link{Latency: nominalShmLatency, Bandwidth: nominalShmBW}
 			}
 			g.SetLink(j, i, l)

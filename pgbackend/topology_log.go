@@ -92,6 +92,7 @@ func (t *topology) logTopology(rv Rendezvous, cfg Config, nhosts int) {
 		}
 	} else {
 		t.log.printf("model: none (one host, nothing measured): collectives choose by size")
+		t.log.printf("model: NUMA level: %s", t.numaWhy())
 	}
 	if cfg.TopoRing != "" {
 		t.log.printf("ring forced by HCCL_GO_TOPO_RING: %s", formatInts(t.ring))

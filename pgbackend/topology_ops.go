@@ -31,11 +31,28 @@ var (
 // cost model counts them) that does not run whole in the stream's arena,
 // when it is issued: the same on every rank. A stream out of range is
 // left for submitCollective to refuse.
+//
+// With the NUMA level (numa.go) the op may take it instead: on one host
+// where the model predicts it faster than the whole op in the host's arena
+// (otherwise the arena runs it, as without the level), across hosts as one
+// more algorithm to choose from.
 func (c *Communicator) pick(stream int, op string, nbytes int, o collectives.Options, implemented []string) collectives.Options {
-	if stream >= 0 && stream < len(c.streams) && c.arenaFor(stream, o) == nil {
-		o.Algo = c.topo.choose(op, nbytes, o.Algo, implemented)
-		o.RoundBytes = c.roundBytes(stream, op, nbytes, o.Algo, c.topo.modelFor(collectives.NoCompression))
+	if stream < 0 || stream >= len(c.streams) {
+		return o
 	}
+	o = c.dropNUMA(stream, op, o)
+	numa := c.numaFits(stream, op, nbytes)
+	if c.arenaFor(stream, o) != nil {
+		if numa && o.Algo == collectives.Auto && c.topo.choose(op, nbytes, o.Algo, []string{topo.AlgoShm, topo.AlgoNUMA}) == algoNUMA {
+			o.Algo, o.RoundBytes = algoNUMA, c.topo.numaRounds(op, nbytes)
+		}
+		return o
+	}
+	if numa {
+		implemented = append(slices.Clip(implemented), topo.AlgoNUMA)
+	}
+	o.Algo = c.topo.choose(op, nbytes, o.Algo, implemented)
+	o.RoundBytes = c.roundBytes(stream, op, nbytes, o.Algo, c.topo.modelFor(collectives.NoCompression))
 	return o
 }
 
@@ -43,19 +60,32 @@ func (c *Communicator) pick(stream int, op string, nbytes int, o collectives.Opt
 // stream: the arena hierarchy (collectives/hier) runs all_reduce and
 // all_gather in rounds when model predicts their inter-host phase to
 // dominate their arena phases (topo.CostModel.ArenaRounds); 0 otherwise.
+// The NUMA level's rounds come from its own model.
 func (c *Communicator) roundBytes(stream int, op string, nbytes int, algo collectives.Algorithm, model *topo.CostModel) int {
-	if algo != collectives.Hier || model == nil || c.hiers[stream] == nil {
+	switch {
+	case algo == algoNUMA && c.numa.on(stream):
+		return c.topo.numaRounds(op, nbytes)
+	case algo != collectives.Hier || model == nil || c.hiers[stream] == nil:
 		return 0
 	}
 	return model.ArenaRounds(op, nbytes)
 }
 
 // pickReduce is pick for reduce, which the cost model does not cover: the
-// arena-based hierarchy whenever the communicator has one (it crosses
-// between hosts once per host, and works in shared memory inside them),
-// else the override, else the collectives' own choice.
-func (c *Communicator) pickReduce(stream int, o collectives.Options) collectives.Options {
+// NUMA level where an all_reduce of the same size would take it (a reduce
+// moves what an all_reduce's reduce-scatter and gather to one rank do),
+// else the arena-based hierarchy whenever the communicator has one (it
+// crosses between hosts once per host, and works in shared memory inside
+// them), else the override, else the collectives' own choice.
+func (c *Communicator) pickReduce(stream, nbytes int, o collectives.Options) collectives.Options {
+	if stream >= 0 && stream < len(c.streams) {
+		o = c.dropNUMA(stream, "reduce", o)
+		if o.Algo == collectives.Auto && c.numa.on(stream) && c.pick(stream, topo.OpAllReduce, nbytes, o, allReduceAlgos).Algo == algoNUMA {
+			o.Algo = algoNUMA
+		}
+	}
 	switch {
+	case o.Algo == algoNUMA:
 	case stream < 0 || stream >= len(c.streams) || c.arenaFor(stream, o) != nil:
 	case c.hiers[stream] != nil && (o.Algo == collectives.Auto || o.Algo == collectives.Hier):
 		o.Algo = collectives.Hier
@@ -75,6 +105,11 @@ func (c *Communicator) pickReduce(stream int, o collectives.Options) collectives
 func (c *Communicator) allReduce(ctx context.Context, stream int, tag transport.Tag, send, recv []byte, dt reduce.DType, op reduce.Op, comp collectives.Compression, o collectives.Options) error {
 	h := c.hiers[stream]
 	switch {
+	case o.Algo == algoNUMA:
+		n := c.numa.hiers[stream]
+		err := n.AllReduce(ctx, tag, send, recv, dt, op, o.PreMul, o)
+		c.stats.addTimes(ctx, n.LastTimes())
+		return err
 	case o.Algo == collectives.Hier && h != nil:
 		err := h.AllReduceCompressed(ctx, tag, send, recv, dt, op, o.PreMul, comp, o)
 		c.stats.addTimes(ctx, h.LastTimes())
@@ -92,6 +127,12 @@ func (c *Communicator) allReduce(ctx context.Context, stream int, tag transport.
 }
 
 func (c *Communicator) allGather(ctx context.Context, stream int, tag transport.Tag, send, recv []byte, o collectives.Options) error {
+	if o.Algo == algoNUMA {
+		n := c.numa.hiers[stream]
+		err := n.AllGather(ctx, tag, send, recv, o)
+		c.stats.addTimes(ctx, n.LastTimes())
+		return err
+	}
 	if o.Algo != collectives.Hier {
 		return collectives.OrderedAllGather(ctx, c.ep, tag, send, recv, c.topo.ringOrder(c.size), o)
 	}
@@ -104,6 +145,12 @@ func (c *Communicator) allGather(ctx context.Context, stream int, tag transport.
 }
 
 func (c *Communicator) reduceScatter(ctx context.Context, stream int, tag transport.Tag, send, recv []byte, dt reduce.DType, op reduce.Op, o collectives.Options) error {
+	if o.Algo == algoNUMA {
+		n := c.numa.hiers[stream]
+		err := n.ReduceScatter(ctx, tag, send, recv, dt, op, o.PreMul)
+		c.stats.addTimes(ctx, n.LastTimes())
+		return err
+	}
 	if o.Algo != collectives.Hier {
 		return collectives.OrderedReduceScatter(ctx, c.ep, tag, send, recv, dt, op, c.topo.ringOrder(c.size), o)
 	}
@@ -116,6 +163,9 @@ func (c *Communicator) reduceScatter(ctx context.Context, stream int, tag transp
 }
 
 func (c *Communicator) broadcast(ctx context.Context, stream int, tag transport.Tag, send, recv []byte, root int, o collectives.Options) error {
+	if o.Algo == algoNUMA {
+		return c.numa.hiers[stream].Broadcast(ctx, tag, send, recv, root, o)
+	}
 	if o.Algo != collectives.Hier {
 		return collectives.OrderedBroadcast(ctx, c.ep, tag, send, recv, root, c.topo.ringOrder(c.size), o)
 	}
@@ -183,7 +233,9 @@ func (t *topology) ringNote(a collectives.Algorithm) string {
 // "reducescatter" or "broadcast". With compression (HCCL_GO_COMPRESSION)
 // an all_reduce is taken as one that compresses (float32 sum): the ring or
 // the hierarchy. A single host's shared-memory arena, when there is one,
-// takes precedence over all of these.
+// takes precedence over all of these; with the NUMA level (numa.go) the
+// answer is "numa" where the level runs the op, and on one host "shm"
+// where the host's arena does.
 func (c *Communicator) ChooseAlgorithm(op string, nbytes int) (string, error) {
 	op, err := topo.NormalizeOp(op)
 	if err != nil {
@@ -196,6 +248,16 @@ func (c *Communicator) ChooseAlgorithm(op string, nbytes int) (string, error) {
 		topo.OpAllReduce: allReduceAlgos, topo.OpAllGather: movementAlgos,
 		topo.OpReduceScatter: movementAlgos, topo.OpBroadcast: broadcastAlgos,
 	}[op]
+	if c.numa.on(StreamDefault) {
+		// The NUMA level, or on one host the whole op in its arena.
+		o := c.pick(StreamDefault, op, nbytes, c.options(op, 0), implemented)
+		switch {
+		case o.Algo == algoNUMA:
+			return string(algoNUMA), nil
+		case c.arenaFor(StreamDefault, o) != nil:
+			return topo.AlgoShm, nil
+		}
+	}
 	a := c.topo.choose(op, nbytes, c.cfg.AlgoFor(op), implemented)
 	if a == collectives.Auto {
 		return "auto", nil

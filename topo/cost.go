@@ -26,6 +26,11 @@ const (
 	AlgoHier  = "hier"  // inside groups, across groups, inside groups
 	AlgoTree  = "tree"  // binomial tree from rank 0, in rank order
 	AlgoChain = "chain" // pipelined chain along CostModel.Ring
+	// AlgoNUMA is the arena hierarchy with a group per (host, NUMA node)
+	// (Params.NUMALevel, cost_numa.go); AlgoShm the whole op in the one
+	// host's arena, which it competes with on one host.
+	AlgoNUMA = "numa"
+	AlgoShm  = "shm"
 )
 
 // DefaultChunkBytes is the pipelining unit of the chain broadcast when
@@ -62,6 +67,11 @@ type Params struct {
 	// wire format, or decodes from it, per second (compressed all_reduce
 	// only); 0: free.
 	CodecBandwidth float64
+	// NUMALevel says that the arena hierarchy may also run with one group
+	// per (host, NUMA node), every group of two or more ranks in an arena
+	// of its own (AlgoNUMA): NewCostModel then costs it where the graph's
+	// NUMA nodes make a level (NUMASplit.Level).
+	NUMALevel bool
 }
 
 // CostModel predicts the time of each algorithm of each collective on one
@@ -74,11 +84,20 @@ type CostModel struct {
 	ring   []int
 	groups [][]int // hierarchy groups in ring order; nil: no hierarchy
 	p      Params
+
+	// NUMA nodes (cost_numa.go): every rank's node (nil: unknown or one
+	// per host), the links' ratio across nodes to within one, the model
+	// of AlgoNUMA (nil: no level) and why, for logs.
+	numaNode  []int
+	numaRatio float64
+	numa      *CostModel
+	numaWhy   string
 }
 
 // NewCostModel models a measured or loaded graph: its ring is OrderRing's
 // and its hierarchy groups HierarchyGroups', or with Params.ArenaHier the
-// hosts (ArenaGroups).
+// hosts (ArenaGroups). The graph's NUMA nodes slow the arenas that span
+// them, and with Params.NUMALevel may make a level (cost_numa.go).
 func NewCostModel(g *Graph, p Params) (*CostModel, error) {
 	t, err := NewGraphTopology(g)
 	if err != nil {
@@ -89,7 +108,14 @@ func NewCostModel(g *Graph, p Params) (*CostModel, error) {
 		hosts, _ := GroupHosts(g.HostIDs())
 		groups = ArenaGroups(hosts)
 	}
-	return NewCostModelWith(t, OrderRing(g), groups, p)
+	m, err := NewCostModelWith(t, OrderRing(g), groups, p)
+	if err != nil {
+		return nil, err
+	}
+	if err := m.setNUMA(g); err != nil {
+		return nil, fmt.Errorf("cost model: %w", err)
+	}
+	return m, nil
 }
 
 // ArenaGroups are the hierarchy groups of the arena-based hierarchical
@@ -263,6 +289,9 @@ func (m *CostModel) Summary() string {
 	default:
 		fmt.Fprintf(&b, "hierarchy: %d groups of %d\n", len(m.groups), len(m.groups[0]))
 	}
+	if m.numaWhy != "" {
+		b.WriteString(m.numaSummary() + "\n")
+	}
 	return b.String()
 }
 
@@ -303,7 +332,7 @@ func (m *CostModel) Algorithms(op string) ([]string, error) {
 	if m.groups != nil && (op != OpBroadcast || m.p.ArenaHier) {
 		algos = append(algos, AlgoHier)
 	}
-	return algos, nil
+	return append(algos, m.numaAlgos(op)...), nil
 }
 
 // Predict is the predicted time of algo for op on nbytes.

@@ -6,6 +6,9 @@ import "math"
 // n bytes; with hierarchy, H groups of R ranks.
 
 func (m *CostModel) predict(op, algo string, n float64) float64 {
+	if t, ok := m.predictNUMA(op, algo, n); ok {
+		return t
+	}
 	switch op {
 	case OpAllReduce:
 		return m.copyTime(n) + m.allReduce(algo, n)

@@ -25,29 +25,32 @@ func (m *CostModel) ArenaHier() bool { return m.p.ArenaHier && m.groups != nil }
 
 // arenaScatterPhase is an arena reduce-scatter of n bytes among r ranks:
 // each publishes the (r-1)/r·n others reduce and reduces its n/r over r
-// inputs.
-func (m *CostModel) arenaScatterPhase(n float64, r int) float64 {
+// inputs; slow (numaSlowdown, 1 within one NUMA node) stretches the
+// copies and reductions of an arena whose ranks span NUMA nodes.
+func (m *CostModel) arenaScatterPhase(n float64, r int, slow float64) float64 {
 	if r == 1 {
 		return 0
 	}
 	f := float64(r-1) / float64(r) * n
-	return arenaOpSeconds + m.copyTime(f) + m.reduceTime(f)
+	return arenaOpSeconds + slow*(m.copyTime(f)+m.reduceTime(f))
 }
 
 // arenaCopyPhase is an arena all-gather (or broadcast) of n bytes among r
-// ranks: each rank copies about n through shared memory.
-func (m *CostModel) arenaCopyPhase(n float64, r int) float64 {
+// ranks: each rank copies about n through shared memory (slow: as in
+// arenaScatterPhase).
+func (m *CostModel) arenaCopyPhase(n float64, r int, slow float64) float64 {
 	if r == 1 {
 		return 0
 	}
-	return arenaOpSeconds + m.copyTime(n)
+	return arenaOpSeconds + slow*m.copyTime(n)
 }
 
-// slowestHost is the largest cost(size of host) over the hosts.
-func (m *CostModel) slowestHost(cost func(r int) float64) float64 {
+// slowestHost is the largest cost(size of group, its NUMA slowdown) over
+// the groups.
+func (m *CostModel) slowestHost(cost func(r int, slow float64) float64) float64 {
 	worst := 0.0
 	for _, g := range m.groups {
-		worst = max(worst, cost(len(g)))
+		worst = max(worst, cost(len(g), numaSlowdown(g, m.numaNode, m.numaRatio)))
 	}
 	return worst
 }
@@ -143,8 +146,8 @@ func (m *CostModel) arenaAllReduceParts(n float64) (arena, inter float64) {
 		minR = min(minR, len(g))
 	}
 	piece := n / float64(minR) // the largest piece a rank carries across
-	arena = m.slowestHost(func(r int) float64 { return m.arenaScatterPhase(n, r) }) +
-		m.slowestHost(func(r int) float64 { return m.arenaCopyPhase(n, r) })
+	arena = m.slowestHost(func(r int, slow float64) float64 { return m.arenaScatterPhase(n, r, slow) }) +
+		m.slowestHost(func(r int, slow float64) float64 { return m.arenaCopyPhase(n, r, slow) })
 	inter = m.ringsPhaseSized(rings, 2*(h-1), chunks) + m.reduceTime(float64(h-1)/float64(h)*piece) + m.ringCodecTime(h, piece)
 	return arena, inter
 }
@@ -157,11 +160,11 @@ func (m *CostModel) arenaAllGather(n float64) float64 { return m.arenaInRounds(O
 
 func (m *CostModel) arenaAllGatherParts(n float64) (arena, inter float64) {
 	inter = m.directExchange(n/float64(m.t.Size()), false)
-	arena = m.slowestHost(func(r int) float64 {
+	arena = m.slowestHost(func(r int, slow float64) float64 {
 		if r == 1 {
 			return 0 // blocks land in place
 		}
-		return m.arenaCopyPhase(n, r) + m.copyTime(n)
+		return m.arenaCopyPhase(n, r, slow) + m.copyTime(n)
 	})
 	return arena, inter
 }
@@ -171,11 +174,11 @@ func (m *CostModel) arenaAllGatherParts(n float64) (arena, inter float64) {
 // block's rank at once, which reduces the H partials of its block.
 func (m *CostModel) arenaReduceScatter(n float64) float64 {
 	b := n / float64(m.t.Size())
-	t := m.slowestHost(func(r int) float64 {
+	t := m.slowestHost(func(r int, slow float64) float64 {
 		if r == 1 {
 			return 0
 		}
-		return m.copyTime(n) + m.arenaScatterPhase(n, r) // pack, reduce-scatter
+		return m.copyTime(n) + m.arenaScatterPhase(n, r, slow) // pack, reduce-scatter
 	})
 	return t + m.directExchange(b, true) + m.reduceTime(float64(len(m.groups)-1)*b)
 }
@@ -228,7 +231,7 @@ func (m *CostModel) arenaBroadcast(n float64) float64 {
 		leaders[i] = g[local0%len(g)]
 	}
 	across := min(m.chainBroadcast(leaders, n), m.treeBroadcast(leaders, n))
-	return across + m.slowestHost(func(r int) float64 { return m.arenaCopyPhase(n, r) })
+	return across + m.slowestHost(func(r int, slow float64) float64 { return m.arenaCopyPhase(n, r, slow) })
 }
 
 // hostIndex maps every rank to its group.

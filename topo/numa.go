@@ -21,6 +21,35 @@ func NUMANode() int {
 	}.node()
 }
 
+// PinnedNUMANode is the NUMA node every CPU this process may run on lies
+// in (a process bound to one node, as numactl --cpunodebind or a
+// launcher's NUMA binding leaves it), else -1: an unbound process moves
+// between nodes, so its node says nothing about where its memory is.
+func PinnedNUMANode() int {
+	return numaSources{
+		nodeDir:    "/sys/devices/system/node",
+		statusPath: "/proc/self/status",
+	}.pinned()
+}
+
+// NUMANodes is the number of NUMA nodes of this machine with CPUs (0 when
+// sysfs says nothing).
+func NUMANodes() int {
+	return numaSources{nodeDir: "/sys/devices/system/node"}.nodes()
+}
+
+func (s numaSources) nodes() int {
+	nodeOf, err := cpuNodes(s.nodeDir)
+	if err != nil {
+		return 0
+	}
+	seen := map[int]bool{}
+	for _, n := range nodeOf {
+		seen[n] = true
+	}
+	return len(seen)
+}
+
 // numaSources are NUMANode's inputs, replaceable in tests.
 type numaSources struct {
 	nodeDir    string // holds node<N>/cpulist
@@ -43,6 +72,21 @@ func (s numaSources) node() int {
 		return -1
 	}
 	if n, ok := nodeOf[cpu]; ok {
+		return n
+	}
+	return -1
+}
+
+func (s numaSources) pinned() int {
+	nodeOf, err := cpuNodes(s.nodeDir)
+	if err != nil || len(nodeOf) == 0 {
+		return -1
+	}
+	allowed, err := allowedCPUs(s.statusPath)
+	if err != nil {
+		return -1
+	}
+	if n, ok := commonNode(allowed, nodeOf); ok {
 		return n
 	}
 	return -1

@@ -41,17 +41,21 @@ func TestNUMANode(t *testing.T) {
 		allowed  string
 		cpu      string
 		want     int
+		pinned   int // PinnedNUMANode's answer
 	}{
-		{"pinned to node 1", twoNodes, "4-5", "0", 1},
-		{"unpinned, runs on node 0", twoNodes, "0-15", "9", 0},
-		{"unpinned, runs on node 1", twoNodes, "0-15", "13", 1},
-		{"single node", map[string]string{"node0": "0-1"}, "0-1", "1", 0},
-		{"no sysfs nodes", map[string]string{}, "0-1", "1", -1},
-		{"cpu in no node", twoNodes, "0-31", "20", -1},
-		{"unreadable stat", twoNodes, "0-15", "x", -1},
+		{"pinned to node 1", twoNodes, "4-5", "0", 1, 1},
+		{"unpinned, runs on node 0", twoNodes, "0-15", "9", 0, -1},
+		{"unpinned, runs on node 1", twoNodes, "0-15", "13", 1, -1},
+		{"single node", map[string]string{"node0": "0-1"}, "0-1", "1", 0, 0},
+		{"no sysfs nodes", map[string]string{}, "0-1", "1", -1, -1},
+		{"cpu in no node", twoNodes, "0-31", "20", -1, -1},
+		{"unreadable stat", twoNodes, "0-15", "x", -1, -1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			assert.Equal(t, tc.want, fakeSysfs(t, tc.cpulists, tc.allowed, tc.cpu).node())
+			s := fakeSysfs(t, tc.cpulists, tc.allowed, tc.cpu)
+			assert.Equal(t, tc.want, s.node())
+			assert.Equal(t, tc.pinned, s.pinned())
+			assert.Equal(t, len(tc.cpulists), s.nodes())
 		})
 	}
 }

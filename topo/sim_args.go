@@ -97,7 +97,8 @@ func (f *simFlags) config() (SimConfig, error) {
 	}
 	switch f.hier {
 	case "arena":
-		cfg.Params.ArenaHier = true
+		// A topology file's NUMA nodes may then make a level (cost_numa.go).
+		cfg.Params.ArenaHier, cfg.Params.NUMALevel = true, true
 	case "messages":
 	default:
 		parse("hier", fmt.Errorf("%q is neither arena nor messages", f.hier))

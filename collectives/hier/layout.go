@@ -12,7 +12,10 @@ import (
 // Layout is how a communicator's ranks sit on hosts: Hosts[h] lists host
 // h's ranks in increasing order (their order is the arena's local index),
 // and inter-host phases visit the hosts in the order listed. Every rank
-// must hold the same Layout.
+// must hold the same Layout. A "host" is whatever group of ranks shares an
+// arena: a host, or one NUMA node of a host (pgbackend's NUMA level), whose
+// exchange with the other groups of its host then travels over the
+// endpoint's shared-memory route.
 type Layout struct {
 	Hosts [][]int
 }
