@@ -183,7 +183,7 @@ func (e *countingEndpoint) TryRecvAny(ctx context.Context, tag transport.Tag, bu
 func (c *Communicator) Stats() Stats {
 	total, ops := c.stats.snapshot()
 	var moves int64
-	for _, a := range c.arenas {
+	for _, a := range append(c.arenas[:len(c.arenas):len(c.arenas)], c.numa.arenas[:]...) {
 		if a != nil {
 			moves += a.Moves()
 		}
