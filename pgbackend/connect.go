@@ -76,6 +76,7 @@ func connect(ctx context.Context, l *tcp.Listener, rv Rendezvous, cfg Config) (*
 		Logf:               tcpLogf, // refused strangers and failed links
 		Unlinked:           unlinked,
 		Lazy:               lazy,
+		Advice:             func(err error) string { return connectAdvice(rv, err) },
 	})
 	if err != nil {
 		return nil, fmt.Errorf("init rank %d of %d: %w%s", rv.Rank, size, err, connectAdvice(rv, err))

@@ -48,6 +48,9 @@ type Config struct {
 	// Close, and a Send to a peer without a link makes it. Both ends of a
 	// pair must agree.
 	Lazy bool
+	// Advice, if not nil, gives what a lazy link's failure appends to its
+	// error: what the user may set (Connect's caller adds its own).
+	Advice func(err error) string
 }
 
 const (

@@ -408,6 +408,20 @@ func (s *setup) missing() []int {
 	return out
 }
 
+// dropPeer closes the connections filed for peer's link, which will not
+// be made (lazy links), and keeps later ones out.
+func (s *setup) dropPeer(peer int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, c := range s.conns[peer] {
+		if c != nil {
+			_ = c.Close()
+		}
+		s.conns[peer][i] = nil
+		s.reserved[peer][i] = true
+	}
+}
+
 func (s *setup) closeAll() {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -133,13 +133,18 @@ func (z *lazyLinks) session(peer int) {
 	if err := z.s.lastErr(peer); err != nil && !errors.Is(cause, errHandshakeRefused) && !errors.Is(cause, errBadAuth) && !errors.Is(cause, ErrUnreachable) {
 		cause = fmt.Errorf("%w (last attempt: %w)", cause, err)
 	}
+	advice := ""
+	if cfg.Advice != nil {
+		advice = cfg.Advice(cause)
+	}
 	z.fail(peer, &transport.PeerError{Peer: peer, Op: "connect",
-		Err: fmt.Errorf("rank %d has no link to rank %d: %w", z.ep.rank, peer, cause)})
+		Err: fmt.Errorf("rank %d has no link to rank %d: %w%s", z.ep.rank, peer, cause, advice)})
 }
 
 // ring asks peer (a higher rank) to dial this one, retrying until a
 // doorbell handshake succeeds, the peer refuses for good, or its address
-// is settled unreachable (both abort the session).
+// is settled unreachable (both abort the session); then it watches the
+// peer's address until the link is up.
 func (z *lazyLinks) ring(ctx context.Context, abort context.CancelCauseFunc, peer int) {
 	s, addr := z.s, z.addrs[peer]
 	d := net.Dialer{Timeout: s.cfg.UnreachableTimeout}
@@ -158,7 +163,10 @@ func (z *lazyLinks) ring(ctx context.Context, abort context.CancelCauseFunc, pee
 			_, err = s.dialHandshake(ctx, conn, peer, doorbellStream)
 			_ = conn.Close()
 			if err == nil {
-				return // the peer dials back
+				// The peer dials back. Watch its address meanwhile: a peer
+				// that closes before its dials land refuses connections.
+				s.probeLoop(ctx, abort, addr, peer)
+				return
 			}
 			if errors.Is(err, errHandshakeRefused) || errors.Is(err, errBadAuth) {
 				abort(fmt.Errorf("rank %d at %s: %w", peer, addr, err))
@@ -202,6 +210,7 @@ func (z *lazyLinks) fail(peer int, err error) {
 	z.errs[peer], z.settled[peer] = err, true
 	close(z.ready[peer])
 	z.mu.Unlock()
+	z.s.dropPeer(peer)
 	z.ep.cfg.Logf("hccl-go tcp: rank %d: %v", z.ep.rank, err)
 	z.ep.box.FailPeer(peer, err)
 }

@@ -140,7 +140,8 @@ func TestLazyLinkWithADifferentSecretFails(t *testing.T) {
 			ls, addrs := listenAll(t, 2)
 			eps := make([]*Endpoint, 2)
 			for r := range 2 {
-				cfg := Config{Secret: testSecret, Lazy: true, ConnectTimeout: 20 * time.Second, Logf: t.Logf}
+				cfg := Config{Secret: testSecret, Lazy: true, ConnectTimeout: 20 * time.Second, Logf: t.Logf,
+					Advice: func(err error) string { return " [set the same secret]" }}
 				if r == 1 {
 					cfg.Secret = []byte("another job")
 				}
@@ -156,6 +157,7 @@ func TestLazyLinkWithADifferentSecretFails(t *testing.T) {
 			require.ErrorAs(t, err, &pe)
 			assert.Equal(t, 1-from, pe.Peer)
 			assert.True(t, errors.Is(err, ErrBadSecret) || errors.Is(err, errBadAuth), "%v", err)
+			assert.Contains(t, err.Error(), "[set the same secret]", "the caller's advice")
 			assert.Zero(t, eps[0].Links()+eps[1].Links())
 		})
 	}
