@@ -56,9 +56,9 @@ type reliability struct {
 	// started, ended) and the flight recorder and deadlines share them.
 	clock   streams.Clock
 	flight  *flightRecorder
-	mon     *monitor // nil for communicators made without Connect
+	mon     *monitor   // nil for communicators made without Connect
 	lazy    lazyLinker // the TCP endpoint when its links are made on first use, else nil
-	job     string   // the rendezvous job ID, for trace file names
+	job     string     // the rendezvous job ID, for trace file names
 	created time.Time
 	dumped  atomic.Bool // the flight recorder was dumped on a failure
 	failMu  sync.Mutex  // makes "not failed yet, so fail now" atomic
