@@ -59,6 +59,8 @@ type opTime struct {
 	Algo   string  `json:"algo"`
 	Bytes  int     `json:"bytes"`
 	US     float64 `json:"us"`
+	// USMin is the best call's (absent in older records: 0).
+	USMin float64 `json:"us_min"`
 }
 
 // CheckRow is one compared figure.
@@ -74,8 +76,10 @@ type CheckRow struct {
 	Measured float64 `json:"measured"`
 	Model    float64 `json:"model"`
 	Unit     string  `json:"unit"`
-	// Ratio is measured / model.
-	Ratio float64 `json:"ratio"`
+	// Ratio is measured / model; BestRatio the best call's / model (op
+	// times with the best call recorded).
+	Ratio     float64 `json:"ratio"`
+	BestRatio float64 `json:"best_ratio,omitempty"`
 	// Oversubscription is ranks / cores of the run.
 	Oversubscription float64 `json:"oversubscription"`
 	Note             string  `json:"note,omitempty"`
@@ -224,6 +228,9 @@ func checkOps(g *Graph, rec scaleRecord, row func(kind, what, unit string, measu
 		}
 		r := row("op", what, "us", t.US, pred.Seconds()*1e6)
 		r.Op, r.Algo, r.Bytes = op, algo, t.Bytes
+		if t.USMin > 0 && pred > 0 {
+			r.BestRatio = t.USMin / (pred.Seconds() * 1e6)
+		}
 		rows = append(rows, r)
 	}
 	// The library's choice against the forced algorithms' measurements at
@@ -270,14 +277,20 @@ func checkOps(g *Graph, rec scaleRecord, row func(kind, what, unit string, measu
 // for small (64 KiB or less: latency) and large ops, and how often the
 // library's choice was right.
 func opSummary(name, layout string, over float64, rows []CheckRow) []string {
-	var small, large []float64
+	var small, large, bestSmall, bestLarge []float64
 	right, choices := 0, 0
 	for _, r := range rows {
 		if r.Ratio > 0 && r.What == "op time" {
 			if r.Bytes <= 64<<10 {
 				small = append(small, math.Log(r.Ratio))
+				if r.BestRatio > 0 {
+					bestSmall = append(bestSmall, math.Log(r.BestRatio))
+				}
 			} else {
 				large = append(large, math.Log(r.Ratio))
+				if r.BestRatio > 0 {
+					bestLarge = append(bestLarge, math.Log(r.BestRatio))
+				}
 			}
 		}
 		if r.What != "op time" {
@@ -287,19 +300,25 @@ func opSummary(name, layout string, over float64, rows []CheckRow) []string {
 			}
 		}
 	}
-	stats := func(logs []float64) string {
-		if len(logs) == 0 {
-			return "none"
-		}
-		sort.Float64s(logs)
-		mean := 0.0
-		for _, l := range logs {
-			mean += l
-		}
-		return fmt.Sprintf("%d, geometric mean %.2f, range %.2f-%.2f", len(logs), math.Exp(mean/float64(len(logs))), math.Exp(logs[0]), math.Exp(slices.Max(logs)))
+	out := []string{fmt.Sprintf("%s (%s, %.0fx oversubscribed), measured/model of forced algorithms (median call): up to 64 KiB %s; above %s; the library's choice right in %d of %d",
+		name, layout, over, logStats(small), logStats(large), right, choices)}
+	if len(bestSmall)+len(bestLarge) > 0 {
+		out = append(out, fmt.Sprintf("%s (%s), best call/model: up to 64 KiB %s; above %s", name, layout, logStats(bestSmall), logStats(bestLarge)))
 	}
-	return []string{fmt.Sprintf("%s (%s, %.0fx oversubscribed): measured/model of forced algorithms, up to 64 KiB: %s; above: %s; the library's choice right in %d of %d",
-		name, layout, over, stats(small), stats(large), right, choices)}
+	return out
+}
+
+// logStats is the count, geometric mean and range of ratios given as logs.
+func logStats(logs []float64) string {
+	if len(logs) == 0 {
+		return "none"
+	}
+	sort.Float64s(logs)
+	mean := 0.0
+	for _, l := range logs {
+		mean += l
+	}
+	return fmt.Sprintf("%d, geometric mean %.2f, range %.2f-%.2f", len(logs), math.Exp(mean/float64(len(logs))), math.Exp(logs[0]), math.Exp(slices.Max(logs)))
 }
 
 // Table writes the rows for people.
@@ -316,8 +335,12 @@ func (c CheckResult) Table() string {
 			fmt.Fprintf(&b, "  %-46s measured %10.3f  model %10.3f %-3s ratio %6.2f  %s\n", r.What, r.Measured, r.Model, r.Unit, r.Ratio, r.Note)
 			continue
 		}
-		fmt.Fprintf(&b, "  %-14s %-5s %10s  measured %10.1f us  model %10.1f us  ratio %6.2f  %s\n",
-			r.Op, r.Algo, FormatBytes(int64(r.Bytes)), r.Measured, r.Model, r.Ratio, r.Note)
+		best := ""
+		if r.BestRatio > 0 {
+			best = fmt.Sprintf(" (best call %5.2f)", r.BestRatio)
+		}
+		fmt.Fprintf(&b, "  %-14s %-5s %10s  measured %10.1f us  model %10.1f us  ratio %6.2f%s  %s\n",
+			r.Op, r.Algo, FormatBytes(int64(r.Bytes)), r.Measured, r.Model, r.Ratio, best, r.Note)
 	}
 	if len(c.Summary) > 0 {
 		fmt.Fprintf(&b, "\n# summary\n")

@@ -32,7 +32,7 @@ func checkRecord(t *testing.T, factor float64, withTopology bool) []byte {
 		_, chosen, _, err := m.ChooseFrom(OpAllReduce, n, implementedAlgos[OpAllReduce])
 		require.NoError(t, err)
 		ops = append(ops,
-			map[string]any{"config": "rd", "op": "allreduce", "algo": "rd", "bytes": n, "us": rd.Seconds() * 1e6 * factor},
+			map[string]any{"config": "rd", "op": "allreduce", "algo": "rd", "bytes": n, "us": rd.Seconds() * 1e6 * factor, "us_min": rd.Seconds() * 1e6},
 			map[string]any{"config": "ring", "op": "allreduce", "algo": "ring", "bytes": n, "us": ring.Seconds() * 1e6 * factor},
 			map[string]any{"config": "hier", "op": "allreduce", "algo": "hier", "bytes": n, "us": hier.Seconds() * 1e6 * factor},
 			map[string]any{"config": "auto", "op": "allreduce", "algo": "auto", "bytes": n, "us": chosen.Seconds() * 1e6 * factor})
@@ -76,8 +76,9 @@ func TestCheckRuns(t *testing.T) {
 	assert.InDelta(t, 1, byWhat["sockets per rank"].Ratio, 0)
 	assert.InDelta(t, 1, byWhat["fds per rank"].Ratio, 0)
 	assert.Contains(t, byWhat["init CPU per rank"].Note, "probing")
-	require.Len(t, res.Summary, 1)
-	assert.Contains(t, res.Summary[0], "up to 64 KiB: 3, geometric mean 2.00")
+	require.Len(t, res.Summary, 2)
+	assert.Contains(t, res.Summary[1], "best call/model: up to 64 KiB 1, geometric mean 1.00")
+	assert.Contains(t, res.Summary[0], "up to 64 KiB 3, geometric mean 2.00")
 	assert.Contains(t, res.Summary[0], "right in 2 of 2")
 
 	for _, tc := range []struct {

@@ -19,11 +19,11 @@ run() {
     echo
   } >>"$HERE/tables.txt"
 }
-export SCALE_TIME_REPS=5
+export SCALE_TIME_REPS=7
 for layout in "2 1" "4 1" "4 2" "8 2" "8 4"; do
   set -- $layout
   SCALE_TIME_SIZES=64,65536,1048576,8388608 run "ops-$1x$2" env SCALE_TIME_SIZES=64,65536,1048576,8388608 \
-    SCALE_TIME_REPS=5 scripts/scale.sh "$1" --per-host "$2"
+    SCALE_TIME_REPS=7 scripts/scale.sh "$1" --per-host "$2"
 done
 unset SCALE_TIME_SIZES
 for layout in "32 8" "32 1" "32 32" "16 4" "16 16" "32 2" "32 4"; do
