@@ -351,7 +351,7 @@ func ScaleModel(c ScaleConfig) (ScaleResult, error) {
 	r.Init = max(ownTime, accept)
 	r.InitTerms = own
 	if accept > 0 {
-		r.InitTerms = append(r.InitTerms, ScaleTerm{Name: "rank 0 accepting, 64 handshakes at a time (overlaps the above)", Time: accept})
+		r.InitTerms = append(r.InitTerms, ScaleTerm{Name: "rank 0 accepting, 64 at a time (overlaps)", Time: accept})
 	}
 	for _, t := range after {
 		r.Init += t.Time
@@ -406,7 +406,7 @@ func (r ScaleResult) Table() string {
 	fmt.Fprintf(&b, "  %-44s %d (S x (N - k))\n", "TCP sockets", r.Sockets)
 	fmt.Fprintf(&b, "  %-44s %d\n", "file descriptors", r.FDs)
 	fmt.Fprintf(&b, "  %-44s %s\n", "private memory after init", mb(r.PrivateInit))
-	fmt.Fprintf(&b, "  %-44s %s\n", "private memory once every link carried 64 KiB", mb(r.PrivateActive))
+	fmt.Fprintf(&b, "  %-44s %s\n", "private memory once every link was used", mb(r.PrivateActive))
 	fmt.Fprintf(&b, "  %-44s %s\n", "/dev/shm fallocated", mb(r.ShmBytes))
 	fmt.Fprintf(&b, "  %-44s %s\n", "kernel socket memory (idle)", mb(r.KernelBytes))
 	fmt.Fprintf(&b, "  %-44s %s (%s)\n", "init", FormatDuration(r.Init), "one core per rank, no oversubscription")

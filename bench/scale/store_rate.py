@@ -36,7 +36,9 @@ def main() -> None:
     args = ap.parse_args()
     import torch.distributed as dist
 
-    server = dist.TCPStore("127.0.0.1", 0, args.clients + 1, True, timeout=timedelta(seconds=60))
+    server = dist.TCPStore(
+        "127.0.0.1", 0, args.clients + 1, True, timeout=timedelta(seconds=60), wait_for_workers=False
+    )
     ctx = mp.get_context("spawn")
     q = ctx.Queue()
     procs = [ctx.Process(target=client, args=(server.port, r, args.gets, args.clients, q)) for r in range(args.clients)]
