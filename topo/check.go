@@ -35,6 +35,7 @@ type scaleRecord struct {
 		NRanks       int                              `json:"nranks"`
 		RanksPerHost int                              `json:"ranks_per_host"`
 		API          string                           `json:"api"`
+		LazyLinks    string                           `json:"lazy_links"`
 		InitCall     [2]float64                       `json:"init_call_s"`
 		CPUInit      *[2]float64                      `json:"cpu_init_s"`
 		Cores        int                              `json:"cores"`
@@ -100,7 +101,9 @@ const probeMaxRanks = 16
 const defaultCores = 2
 
 // CheckRuns checks the models against the runs (name and JSON of each).
-func CheckRuns(names []string, data [][]byte) (CheckResult, error) {
+// lazyLinks is HCCL_GO_LAZY_LINKS for records that do not say ("0" for
+// those made before lazy links existed).
+func CheckRuns(names []string, data [][]byte, lazyLinks string) (CheckResult, error) {
 	var res CheckResult
 	recs := make([]scaleRecord, len(data))
 	for i, d := range data {
@@ -109,6 +112,9 @@ func CheckRuns(names []string, data [][]byte) (CheckResult, error) {
 		}
 		if recs[i].Summary.NRanks < 2 || recs[i].Summary.RanksPerHost < 1 {
 			return res, fmt.Errorf("check: %s: not a scale run record (no nranks, ranks_per_host)", names[i])
+		}
+		if recs[i].Summary.LazyLinks == "" {
+			recs[i].Summary.LazyLinks = lazyLinks
 		}
 	}
 	for i, rec := range recs {
@@ -146,14 +152,22 @@ func checkRun(name string, rec scaleRecord) ([]CheckRow, []string, error) {
 	var rows []CheckRow
 	var summary []string
 	if s.API == "C API" && hosts*k == n {
-		m, err := ScaleModel(DefaultScaleConfig(hosts, k))
+		cfg := DefaultScaleConfig(hosts, k)
+		cfg.LazyLinks = s.LazyLinks
+		m, err := ScaleModel(cfg)
 		if err != nil {
 			return nil, nil, err
 		}
+		// The model's rank is the one with the most links (a lazy ring
+		// crosses hosts at some ranks only): the max over ranks.
 		init := s.PerRank["after_init"]
+		mode := "links at init"
+		if m.Lazy {
+			mode = "lazy links"
+		}
 		rows = append(rows,
-			row("scale", "sockets per rank", "", init["sockets"][0], float64(m.Sockets)),
-			row("scale", "fds per rank", "", init["fds"][0], float64(m.FDs)))
+			row("scale", "sockets per rank (max), "+mode, "", init["sockets"][1], float64(m.Sockets)),
+			row("scale", "fds per rank (max)", "", init["fds"][1], float64(m.FDs)))
 		// The library probes the links of 16 ranks or fewer on several
 		// hosts (HCCL_GO_TOPO_PROBE=auto): CPU, buffers and time the model
 		// leaves out.

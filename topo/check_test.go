@@ -54,7 +54,7 @@ func checkRecord(t *testing.T, factor float64, withTopology bool) []byte {
 }
 
 func TestCheckRuns(t *testing.T) {
-	res, err := CheckRuns([]string{"run"}, [][]byte{checkRecord(t, 2, true)})
+	res, err := CheckRuns([]string{"run"}, [][]byte{checkRecord(t, 2, true)}, "0")
 	require.NoError(t, err)
 	t.Log("\n" + res.Table())
 	byWhat := map[string]CheckRow{}
@@ -73,8 +73,8 @@ func TestCheckRuns(t *testing.T) {
 		byWhat[r.What] = r
 	}
 	assert.Equal(t, 8, ops)
-	assert.InDelta(t, 1, byWhat["sockets per rank"].Ratio, 0)
-	assert.InDelta(t, 1, byWhat["fds per rank"].Ratio, 0)
+	assert.InDelta(t, 1, byWhat["sockets per rank (max), links at init"].Ratio, 0)
+	assert.InDelta(t, 1, byWhat["fds per rank (max)"].Ratio, 0)
 	assert.Contains(t, byWhat["init CPU per rank"].Note, "probing")
 	require.Len(t, res.Summary, 2)
 	assert.Contains(t, res.Summary[1], "best call/model: up to 64 KiB 1, geometric mean 1.00")
@@ -89,7 +89,7 @@ func TestCheckRuns(t *testing.T) {
 		{[]byte(`{"summary": {"nranks": 0}}`), "not a scale run record"},
 		{[]byte(`[`), "unexpected end"},
 	} {
-		_, err := CheckRuns([]string{"bad"}, [][]byte{tc.data})
+		_, err := CheckRuns([]string{"bad"}, [][]byte{tc.data}, "0")
 		assert.ErrorContains(t, err, tc.err)
 		assert.True(t, strings.HasPrefix(err.Error(), "check: bad:"), err.Error())
 	}

@@ -3,6 +3,7 @@ package topo
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 )
@@ -12,13 +13,20 @@ import (
 // connects today (pgbackend/connect.go, transport/tcp, transport/shm,
 // transport/arena):
 //
-//   - TCP: a rank links to every rank of the other hosts at init,
+//   - TCP, links made at init (HCCL_GO_LAZY_LINKS=0, and auto up to 64
+//     ranks on other hosts): a rank links to every rank of the other hosts,
 //     StreamsPerPeer connections each, and to none of its own host (those
 //     talk through shared memory): S·(N-k) sockets. The listener is closed
 //     once the mesh is up. Rank i dials the ranks below it and accepts the
 //     ones above, every dial in its own goroutine; an acceptor handshakes at
 //     most maxPendingHandshakes connections at once and refuses the rest,
 //     which retry after 10 ms, doubling to 500 ms.
+//   - TCP, lazy links (HCCL_GO_LAZY_LINKS=1, and auto above 64): a link is
+//     made on its first send or receive, and the listener lives on. After
+//     init a rank holds the links of discovery's ring in rank order that
+//     cross hosts (1 on hosts of several ranks, 2 on hosts of one) and the
+//     listener; the ops add their algorithms' partners on other hosts
+//     (ScaleFanout).
 //   - Shared memory (k > 1): one message segment per rank, a ring per local
 //     peer (shmSegmentBytes), and one arena segment per collective stream
 //     (arenaSegmentBytes), all fallocated in /dev/shm, so the host holds
@@ -153,6 +161,9 @@ type ScaleConfig struct {
 	// (an arena each); Arenas is HCCL_GO_SHM_COLLECTIVES.
 	StreamsPerPeer, Streams int
 	Arenas                  bool
+	// LazyLinks is HCCL_GO_LAZY_LINKS: "0" (links at init), "1" (on first
+	// use) or "auto" (on first use above 64 ranks on other hosts).
+	LazyLinks string
 	// One-way latencies between hosts and inside one.
 	InterLatency, IntraLatency time.Duration
 	// StoreRate is the rendezvous store's requests per second and
@@ -164,6 +175,20 @@ type ScaleConfig struct {
 	// Somaxconn the listen backlog (net.core.somaxconn).
 	FDLimit, Somaxconn int
 	Costs              ScaleCosts
+}
+
+// ScaleFanout is a rank's state once ops of some algorithms have made
+// their links (lazy links): its sockets, descriptors and private memory
+// with those links used, and the CPU and round trips of making them on
+// first use.
+type ScaleFanout struct {
+	Use             string        `json:"use"`
+	Peers           int           `json:"peers"`
+	Sockets         int           `json:"sockets"`
+	FDs             int           `json:"fds"`
+	Private         int64         `json:"private_bytes"`
+	FirstUse        time.Duration `json:"-"`
+	FirstUseSeconds float64       `json:"first_use_seconds"`
 }
 
 // ScaleTerm is one named part of a prediction.
@@ -178,16 +203,25 @@ type ScaleResult struct {
 	Ranks        int `json:"ranks"`
 	Hosts        int `json:"hosts"`
 	RanksPerHost int `json:"ranks_per_host"`
-	// Per rank.
+	// Lazy says the links are made on first use (ScaleConfig.LazyLinks).
+	Lazy bool `json:"lazy_links"`
+	// Per rank, after init: Links are its TCP connections, Sockets those
+	// and a lazy endpoint's listener.
+	Links       int   `json:"links"`
 	Sockets     int   `json:"sockets"`
 	FDs         int   `json:"fds"`
 	LocalPeers  int   `json:"local_peers"`
 	PrivateInit int64 `json:"private_bytes_after_init"`
-	// PrivateActive is PrivateInit once every link has carried large
-	// messages (read buffers filled).
+	// PrivateActive is the private memory once the rank is linked with
+	// every rank of the other hosts and every link has carried large
+	// messages (read buffers filled): the mesh at init, or what lazy links
+	// reach after an all_to_all.
 	PrivateActive int64 `json:"private_bytes_links_active"`
-	ShmBytes      int64 `json:"shm_bytes"`
-	KernelBytes   int64 `json:"kernel_socket_bytes"`
+	// Fanout is, with lazy links, what a rank holds once its ops have
+	// linked their algorithms' partners.
+	Fanout      []ScaleFanout `json:"fanout,omitempty"`
+	ShmBytes    int64         `json:"shm_bytes"`
+	KernelBytes int64         `json:"kernel_socket_bytes"`
 	// Per host and job.
 	HostShmBytes     int64         `json:"host_shm_bytes"`
 	HostSockets      int           `json:"host_sockets"`
@@ -210,7 +244,7 @@ type ScaleResult struct {
 // (as simulate's defaults), no store.
 func DefaultScaleConfig(hosts, k int) ScaleConfig {
 	return ScaleConfig{
-		Hosts: hosts, RanksPerHost: k, StreamsPerPeer: 1, Streams: 2, Arenas: true,
+		Hosts: hosts, RanksPerHost: k, StreamsPerPeer: 1, Streams: 2, Arenas: true, LazyLinks: "auto",
 		InterLatency: 5 * time.Microsecond, IntraLatency: time.Microsecond,
 		FDLimit: 1 << 20, Somaxconn: 4096, Costs: DefaultScaleCosts,
 	}
@@ -227,15 +261,48 @@ func (c ScaleConfig) validate() error {
 	if c.Hosts*c.RanksPerHost < 2 {
 		errs = append(errs, errors.New("need at least 2 ranks"))
 	}
+	if c.LazyLinks != "0" && c.LazyLinks != "1" && c.LazyLinks != "auto" {
+		errs = append(errs, fmt.Errorf("lazy links %q is none of 0, 1, auto", c.LazyLinks))
+	}
 	if c.StoreRate < 0 || c.InterLatency < 0 || c.IntraLatency < 0 || c.StoreRTT < 0 {
 		errs = append(errs, errors.New("rates and latencies must not be negative"))
 	}
 	return errors.Join(errs...)
 }
 
-// Sockets is the TCP sockets of one rank after init: S·(N-k).
+// Remote is the ranks on other hosts than a rank's: N-k.
+func (c ScaleConfig) Remote() int { return c.Hosts*c.RanksPerHost - c.RanksPerHost }
+
+// Lazy says whether links are made on first use (pgbackend lazyLinks).
+func (c ScaleConfig) Lazy() bool {
+	return c.Remote() > 0 && (c.LazyLinks == "1" || (c.LazyLinks == "auto" && c.Remote() > lazyAutoRemote))
+}
+
+// lazyAutoRemote is the most ranks on other hosts that HCCL_GO_LAZY_LINKS=auto
+// links at init (pgbackend).
+const lazyAutoRemote = 64
+
+// Links is a rank's TCP connections after init: S·(N-k) made at init; with
+// lazy links, those of discovery's ring in rank order that cross hosts (the
+// worst rank: 1 on hosts of several ranks, 2 on hosts of one).
+func (c ScaleConfig) Links() int {
+	if !c.Lazy() {
+		return c.StreamsPerPeer * c.Remote()
+	}
+	cross := 1
+	if c.RanksPerHost == 1 {
+		cross = 2
+	}
+	return c.StreamsPerPeer * min(cross, c.Remote())
+}
+
+// Sockets is a rank's sockets after init: its links, and the listener of
+// a lazy endpoint.
 func (c ScaleConfig) Sockets() int {
-	return c.StreamsPerPeer * (c.Hosts*c.RanksPerHost - c.RanksPerHost)
+	if c.Lazy() {
+		return c.Links() + 1
+	}
+	return c.Links()
 }
 
 // LocalFDs is a rank's descriptors for shared memory: a pidfd per local
@@ -271,34 +338,39 @@ func ScaleModel(c ScaleConfig) (ScaleResult, error) {
 	}
 	n, k, h := c.Hosts*c.RanksPerHost, c.RanksPerHost, c.Hosts
 	cc := c.Costs
-	r := ScaleResult{Ranks: n, Hosts: h, RanksPerHost: k, LocalPeers: k - 1}
-	r.Sockets = c.Sockets()
+	r := ScaleResult{Ranks: n, Hosts: h, RanksPerHost: k, LocalPeers: k - 1, Lazy: c.Lazy()}
+	r.Links, r.Sockets = c.Links(), c.Sockets()
 	r.FDs = cc.BaseFDs + r.Sockets + c.LocalFDs()
 	multi := h > 1
+	mesh := c.StreamsPerPeer * c.Remote()
 
 	// Memory per rank.
-	r.PrivateInit = cc.BaseBytes + int64(r.Sockets)*cc.ConnBytes + int64(k-1)*cc.LocalPeerBytes
+	base := cc.BaseBytes + int64(k-1)*cc.LocalPeerBytes
 	if multi {
-		r.PrivateInit += cc.MultiHostBytes
+		base += cc.MultiHostBytes
 	}
-	r.PrivateActive = r.PrivateInit + int64(r.Sockets)*max(0, cc.ConnActiveBytes-cc.ConnBytes)
+	r.PrivateInit = base + int64(r.Links)*cc.ConnBytes
+	r.PrivateActive = base + int64(mesh)*cc.ConnActiveBytes
 	r.ShmBytes = c.ShmPerRank()
 	r.KernelBytes = int64(r.Sockets) * cc.KernelSocketBytes
 	r.HostShmBytes = int64(k) * r.ShmBytes
 	r.HostSockets = k * r.Sockets
-	r.HostMemoryBytes = int64(k) * (r.PrivateActive + r.ShmBytes + r.KernelBytes)
-	r.JobConnections = int64(n) * int64(r.Sockets) / 2
-	r.MemoryDominant = dominantMemory(r, cc)
+	r.HostMemoryBytes = int64(k) * (r.PrivateActive + r.ShmBytes + int64(mesh)*cc.KernelSocketBytes)
+	r.JobConnections = int64(n) * int64(r.Links) / 2
+	r.MemoryDominant = dominantMemory(r, cc, mesh)
+	if r.Lazy {
+		r.Fanout = c.fanout(base)
+	}
 
 	// Init: the CPU of one rank (its own core), the handshakes' round
 	// trips (the dials run at once), discovery's ring of N-1 steps, and
 	// the store.
-	cpu := cc.InitCPU + time.Duration(r.Sockets)*cc.ConnCPU + time.Duration(k-1)*cc.LocalPeerCPU
+	cpu := cc.InitCPU + time.Duration(r.Links)*cc.ConnCPU + time.Duration(k-1)*cc.LocalPeerCPU
 	if multi {
 		cpu += cc.MultiHostCPU
 	}
 	r.RankInitCPU = cpu.Seconds()
-	conns, local := time.Duration(r.Sockets)*cc.ConnCPU, time.Duration(k-1)*cc.LocalPeerCPU
+	conns, local := time.Duration(r.Links)*cc.ConnCPU, time.Duration(k-1)*cc.LocalPeerCPU
 	// One rank's own work: its CPU (its own core) and, since its dials run
 	// at once, one handshake's round trips (TCP, then challenge, hello,
 	// welcome: 2).
@@ -307,7 +379,7 @@ func ScaleModel(c ScaleConfig) (ScaleResult, error) {
 		{Name: "CPU: shared memory with local peers", Time: local},
 		{Name: "CPU: fixed", Time: cpu - conns - local},
 	}
-	if r.Sockets > 0 {
+	if r.Links > 0 {
 		own = append(own, ScaleTerm{Name: "handshake round trips", Time: 4 * c.InterLatency})
 	}
 	var ownTime time.Duration
@@ -319,7 +391,7 @@ func ScaleModel(c ScaleConfig) (ScaleResult, error) {
 	// through its own connections); it handshakes 64 at a time. Its
 	// accepting overlaps its own work.
 	var accept time.Duration
-	if dials := r.Sockets; dials > 0 {
+	if dials := mesh; dials > 0 && !r.Lazy {
 		service := 4*c.InterLatency + cc.ConnCPU
 		r.AcceptCapacityPS = maxPendingHandshakes / service.Seconds()
 		spread := max(conns/2, time.Microsecond)
@@ -370,15 +442,22 @@ func ScaleModel(c ScaleConfig) (ScaleResult, error) {
 	if c.FDLimit > 0 && r.FDs > c.FDLimit {
 		r.Warnings = append(r.Warnings, fmt.Sprintf("%d descriptors per rank exceed RLIMIT_NOFILE %d: raise it (ulimit -n)", r.FDs, c.FDLimit))
 	}
-	if r.HostSockets > 65536 {
-		r.Warnings = append(r.Warnings, fmt.Sprintf("%d TCP connections per host: above nf_conntrack_max's usual 65536-262144 where connection tracking is on", r.HostSockets))
+	if k*mesh > 65536 {
+		when := "at init"
+		if r.Lazy {
+			when = "once an op links every peer (all_to_all)"
+		}
+		r.Warnings = append(r.Warnings, fmt.Sprintf("%d TCP connections per host %s: above nf_conntrack_max's usual 65536-262144 where connection tracking is on", k*mesh, when))
+	}
+	if r.Lazy && mesh > c.Somaxconn && c.Somaxconn > 0 {
+		r.Warnings = append(r.Warnings, fmt.Sprintf("an op that links every peer (all_to_all) makes rank 0 take %d dials at once against a listen backlog of %d (net.core.somaxconn)", mesh, c.Somaxconn))
 	}
 	return r, nil
 }
 
 // dominantMemory names the largest part of a host's memory for its ranks.
-func dominantMemory(r ScaleResult, cc ScaleCosts) string {
-	links := int64(r.Sockets) * cc.ConnActiveBytes
+func dominantMemory(r ScaleResult, cc ScaleCosts, mesh int) string {
+	links := int64(mesh) * cc.ConnActiveBytes
 	parts := []struct {
 		name string
 		b    int64
@@ -386,7 +465,7 @@ func dominantMemory(r ScaleResult, cc ScaleCosts) string {
 		{"TCP links' read buffers and state", links},
 		{"shared-memory segments (/dev/shm)", r.ShmBytes},
 		{"the runtime and discovery", r.PrivateActive - links},
-		{"kernel sockets", r.KernelBytes},
+		{"kernel sockets", int64(mesh) * cc.KernelSocketBytes},
 	}
 	best := parts[0]
 	for _, p := range parts[1:] {
@@ -397,24 +476,69 @@ func dominantMemory(r ScaleResult, cc ScaleCosts) string {
 	return best.name
 }
 
+// fanout is what a rank holds, with lazy links, once ops of each kind of
+// algorithm have linked their partners on other hosts (host-major ranks,
+// as the library orders its rings): rings, the arena hierarchy's
+// all_reduce (a ring of one rank per host) and chains 2 peers; recursive
+// doubling and halving and trees log2(H); the hierarchy's all_gather and
+// reduce_scatter one rank of every other host, H-1; all_to_all every rank
+// of the other hosts, N-k. base is the private memory without links.
+func (c ScaleConfig) fanout(base int64) []ScaleFanout {
+	cc, s := c.Costs, c.StreamsPerPeer
+	logH := int(math.Ceil(math.Log2(float64(c.Hosts))))
+	rows := []ScaleFanout{
+		{Use: "ring, chain; hier all_reduce (rings across hosts)", Peers: min(2, c.Remote())},
+		{Use: "rd, hd, tree (log2 of the hosts)", Peers: min(logH, c.Remote())},
+		{Use: "hier all_gather, reduce_scatter (every other host)", Peers: c.Hosts - 1},
+		{Use: "all_to_all (every rank of other hosts)", Peers: c.Remote()},
+	}
+	local := c.LocalFDs()
+	for i := range rows {
+		links := s * rows[i].Peers
+		rows[i].Sockets = links + 1
+		rows[i].FDs = cc.BaseFDs + rows[i].Sockets + local
+		rows[i].Private = base + int64(links)*cc.ConnActiveBytes
+		if links > 0 {
+			rows[i].FirstUse = time.Duration(links)*cc.ConnCPU + 4*c.InterLatency
+		}
+		rows[i].FirstUseSeconds = rows[i].FirstUse.Seconds()
+	}
+	return rows
+}
+
 // Table writes the result for people.
 func (r ScaleResult) Table() string {
 	var b strings.Builder
 	mb := func(n int64) string { return fmt.Sprintf("%.1f MB", float64(n)/1e6) }
-	fmt.Fprintf(&b, "%d ranks: %d hosts x %d ranks (model of today's connect: TCP to every rank of other hosts at init, shared memory inside a host)\n", r.Ranks, r.Hosts, r.RanksPerHost)
-	fmt.Fprintf(&b, "per rank:\n")
-	fmt.Fprintf(&b, "  %-44s %d (S x (N - k))\n", "TCP sockets", r.Sockets)
+	links := "TCP to every rank of other hosts at init"
+	if r.Lazy {
+		links = "lazy TCP links, made on first use"
+	}
+	fmt.Fprintf(&b, "%d ranks: %d hosts x %d ranks (%s; shared memory inside a host)\n", r.Ranks, r.Hosts, r.RanksPerHost, links)
+	fmt.Fprintf(&b, "per rank, after init:\n")
+	if r.Lazy {
+		fmt.Fprintf(&b, "  %-44s %d (discovery's ring across hosts, and the listener)\n", "TCP sockets", r.Sockets)
+	} else {
+		fmt.Fprintf(&b, "  %-44s %d (S x (N - k))\n", "TCP sockets", r.Sockets)
+	}
 	fmt.Fprintf(&b, "  %-44s %d\n", "file descriptors", r.FDs)
 	fmt.Fprintf(&b, "  %-44s %s\n", "private memory after init", mb(r.PrivateInit))
-	fmt.Fprintf(&b, "  %-44s %s\n", "private memory once every link was used", mb(r.PrivateActive))
+	fmt.Fprintf(&b, "  %-44s %s\n", "private memory, every peer linked and used", mb(r.PrivateActive))
 	fmt.Fprintf(&b, "  %-44s %s\n", "/dev/shm fallocated", mb(r.ShmBytes))
 	fmt.Fprintf(&b, "  %-44s %s\n", "kernel socket memory (idle)", mb(r.KernelBytes))
 	fmt.Fprintf(&b, "  %-44s %s (%s)\n", "init", FormatDuration(r.Init), "one core per rank, no oversubscription")
 	for _, t := range r.InitTerms {
 		fmt.Fprintf(&b, "    %-42s %s\n", t.Name, FormatDuration(t.Time))
 	}
-	fmt.Fprintf(&b, "per host: %d sockets, %s of /dev/shm, %s in all\n", r.HostSockets, mb(r.HostShmBytes), mb(r.HostMemoryBytes))
-	fmt.Fprintf(&b, "job: %d TCP connections", r.JobConnections)
+	if len(r.Fanout) > 0 {
+		fmt.Fprintf(&b, "per rank, once ops have linked their partners on other hosts:\n")
+		fmt.Fprintf(&b, "  %-52s %7s %8s %8s %12s %12s\n", "algorithms", "peers", "sockets", "fds", "private", "first use")
+		for _, f := range r.Fanout {
+			fmt.Fprintf(&b, "  %-52s %7d %8d %8d %12s %12s\n", f.Use, f.Peers, f.Sockets, f.FDs, mb(f.Private), FormatDuration(f.FirstUse))
+		}
+	}
+	fmt.Fprintf(&b, "per host: %d sockets after init, %s of /dev/shm, %s in all with every peer linked and used\n", r.HostSockets, mb(r.HostShmBytes), mb(r.HostMemoryBytes))
+	fmt.Fprintf(&b, "job: %d TCP connections after init", r.JobConnections)
 	if r.StoreRequests > 0 {
 		fmt.Fprintf(&b, ", %d store requests", r.StoreRequests)
 	}

@@ -14,7 +14,7 @@ import (
 type scaleFlags struct {
 	hosts, ranksPerHost, streamsPerPeer, streams, fdLimit, somaxconn int
 	shm                                                              bool
-	interLat, intraLat, storeRate, storeRTT                          string
+	interLat, intraLat, storeRate, storeRTT, lazyLinks               string
 	connCPU, connBytes                                               string
 }
 
@@ -26,6 +26,7 @@ func newScaleFlagSet(f *scaleFlags) *flag.FlagSet {
 	fs.IntVar(&f.streamsPerPeer, "streams-per-peer", 1, "TCP connections per peer (HCCL_GO_STREAMS_PER_PEER)")
 	fs.IntVar(&f.streams, "streams", 2, "collective streams, an arena each (HCCL_GO_STREAMS)")
 	fs.BoolVar(&f.shm, "shm-collectives", true, "arenas among the ranks of a host (HCCL_GO_SHM_COLLECTIVES)")
+	fs.StringVar(&f.lazyLinks, "lazy-links", "auto", "when TCP links are made (HCCL_GO_LAZY_LINKS): 0 at init, 1 on first use, auto on first use above 64 ranks on other hosts")
 	fs.StringVar(&f.interLat, "inter-lat", "5us", "one-way latency between hosts")
 	fs.StringVar(&f.intraLat, "intra-lat", "1us", "one-way latency inside a host")
 	fs.StringVar(&f.storeRate, "store-rate", "0", "requests per second the rendezvous store serves (through torch; 0: no store, the C API)")
@@ -57,7 +58,7 @@ func ParseScaleArgs(args []string) (ScaleConfig, error) {
 		return ScaleConfig{}, fmt.Errorf("scale: unexpected argument %q", fs.Arg(0))
 	}
 	c := DefaultScaleConfig(f.hosts, f.ranksPerHost)
-	c.StreamsPerPeer, c.Streams, c.Arenas = f.streamsPerPeer, f.streams, f.shm
+	c.StreamsPerPeer, c.Streams, c.Arenas, c.LazyLinks = f.streamsPerPeer, f.streams, f.shm, f.lazyLinks
 	c.FDLimit, c.Somaxconn = f.fdLimit, f.somaxconn
 	var errs []error
 	parse := func(name string, err error) {

@@ -36,13 +36,15 @@ func TestScaleModelCounts(t *testing.T) {
 	} {
 		t.Run(fmt.Sprintf("%dx%d/S%d/T%d/arenas=%v", tc.hosts, tc.k, tc.streamsPerPeer, tc.streams, tc.arenas), func(t *testing.T) {
 			cfg := DefaultScaleConfig(tc.hosts, tc.k)
-			cfg.StreamsPerPeer, cfg.Streams, cfg.Arenas = tc.streamsPerPeer, tc.streams, tc.arenas
+			cfg.StreamsPerPeer, cfg.Streams, cfg.Arenas, cfg.LazyLinks = tc.streamsPerPeer, tc.streams, tc.arenas, "0"
 			r, err := ScaleModel(cfg)
 			require.NoError(t, err)
 			n := tc.hosts * tc.k
 			assert.Equal(t, tc.sockets, r.Sockets)
 			assert.Equal(t, tc.streamsPerPeer*(n-tc.k), r.Sockets)
 			assert.Equal(t, tc.fds, r.FDs)
+			assert.False(t, r.Lazy)
+			assert.Equal(t, r.Sockets, r.Links)
 			assert.Equal(t, int64(n)*int64(r.Sockets)/2, r.JobConnections)
 			assert.Equal(t, tc.k*r.Sockets, r.HostSockets)
 			// Private memory: fixed, across hosts, per link, per local peer.
@@ -52,6 +54,7 @@ func TestScaleModelCounts(t *testing.T) {
 			}
 			assert.Equal(t, want, r.PrivateInit)
 			assert.Equal(t, want+int64(r.Sockets)*(c.ConnActiveBytes-c.ConnBytes), r.PrivateActive)
+			assert.Empty(t, r.Fanout)
 			assert.Equal(t, int64(r.Sockets)*c.KernelSocketBytes, r.KernelBytes)
 			// /dev/shm: a message segment and an arena per stream, k > 1.
 			shm := int64(0)
@@ -94,7 +97,9 @@ func TestShmSegmentBytes(t *testing.T) {
 func TestScaleModelGrowth(t *testing.T) {
 	var last ScaleResult
 	for _, hosts := range []int{128, 256, 512, 1024, 2048} {
-		r, err := ScaleModel(DefaultScaleConfig(hosts, 8))
+		cfg := DefaultScaleConfig(hosts, 8)
+		cfg.LazyLinks = "0"
+		r, err := ScaleModel(cfg)
 		require.NoError(t, err)
 		if last.Ranks > 0 {
 			assert.Equal(t, 2*last.Sockets+8, r.Sockets) // 2N-8 = 2(N-8)+8
@@ -121,7 +126,7 @@ func TestScaleModelGrowth(t *testing.T) {
 // is longer), then discovery's N-1 steps, then the store.
 func TestScaleModelInit(t *testing.T) {
 	cfg := DefaultScaleConfig(2048, 8)
-	cfg.StoreRate, cfg.StoreRTT = 100e3, 100*time.Microsecond
+	cfg.StoreRate, cfg.StoreRTT, cfg.LazyLinks = 100e3, 100*time.Microsecond, "0"
 	r, err := ScaleModel(cfg)
 	require.NoError(t, err)
 	n := 16384
@@ -157,7 +162,7 @@ func TestScaleArgs(t *testing.T) {
 		_, err := ParseScaleArgs(strings.Fields(tc.args))
 		assert.ErrorContains(t, err, tc.err, tc.args)
 	}
-	out, err := ScaleJSON(`{"hosts": 2048, "ranks_per_host": 8}`)
+	out, err := ScaleJSON(`{"hosts": 2048, "ranks_per_host": 8, "lazy_links": "0"}`)
 	require.NoError(t, err)
 	var res struct {
 		ScaleResult
@@ -170,4 +175,59 @@ func TestScaleArgs(t *testing.T) {
 	_, err = ScaleJSON(`{"hosts": [1]}`)
 	assert.ErrorContains(t, err, "want a string or a number")
 	assert.Contains(t, ScaleUsage(), "-ranks-per-host")
+}
+
+// Lazy links (HCCL_GO_LAZY_LINKS): auto above 64 ranks on other hosts; after
+// init the worst rank holds its ring neighbour across hosts (2 on hosts of
+// one rank) and the listener, the measured 1-2 sockets and 33-34 fds of 128
+// ranks on 16 hosts; the ops add their partners.
+func TestScaleModelLazy(t *testing.T) {
+	for _, tc := range []struct {
+		hosts, k int
+		setting  string
+		lazy     bool
+		sockets  int
+	}{
+		{8, 8, "auto", false, 56},
+		{9, 8, "auto", false, 64},
+		{10, 8, "auto", true, 2},
+		{16, 8, "auto", true, 2},
+		{16, 8, "0", false, 120},
+		{4, 8, "1", true, 2},
+		{128, 1, "auto", true, 3},
+		{1, 128, "1", false, 0},
+		{2048, 8, "auto", true, 2},
+	} {
+		t.Run(fmt.Sprintf("%dx%d/%s", tc.hosts, tc.k, tc.setting), func(t *testing.T) {
+			cfg := DefaultScaleConfig(tc.hosts, tc.k)
+			cfg.LazyLinks = tc.setting
+			r, err := ScaleModel(cfg)
+			require.NoError(t, err)
+			assert.Equal(t, tc.lazy, r.Lazy)
+			assert.Equal(t, tc.sockets, r.Sockets)
+			if !tc.lazy {
+				assert.Empty(t, r.Fanout)
+				return
+			}
+			n := tc.hosts * tc.k
+			assert.Equal(t, r.Sockets-1, r.Links)
+			assert.Equal(t, DefaultScaleCosts.BaseFDs+r.Sockets+cfg.LocalFDs(), r.FDs)
+			require.Len(t, r.Fanout, 4)
+			assert.Equal(t, 2, r.Fanout[0].Peers)
+			assert.Equal(t, tc.hosts-1, r.Fanout[2].Peers)
+			assert.Equal(t, n-tc.k, r.Fanout[3].Peers)
+			all := r.Fanout[3]
+			assert.Equal(t, n-tc.k+1, all.Sockets)
+			assert.Equal(t, r.PrivateActive, all.Private, "every peer linked and used")
+			assert.Equal(t, time.Duration(n-tc.k)*DefaultScaleCosts.ConnCPU+4*cfg.InterLatency, all.FirstUse)
+			if n >= 4096 {
+				assert.Contains(t, r.InitDominant, "discovery")
+			}
+		})
+	}
+	m, err := ScaleModel(DefaultScaleConfig(16, 8))
+	require.NoError(t, err)
+	assert.Equal(t, 34, m.FDs)
+	_, err = ParseScaleArgs([]string{"--lazy-links", "maybe"})
+	assert.ErrorContains(t, err, "none of 0, 1, auto")
 }

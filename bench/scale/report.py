@@ -60,6 +60,8 @@ def summary(ranks: list[dict]) -> dict:
     if all("cpu_init_s" in r for r in ranks):
         out["cpu_init_s"] = spread([r["cpu_init_s"] for r in ranks])
         out["cores"] = ranks[0]["cores"]
+    if "lazy_links" in ranks[0]:
+        out["lazy_links"] = ranks[0]["lazy_links"]  # HCCL_GO_LAZY_LINKS, "auto" when unset
     if all("op_times" in r for r in ranks):
         out["op_times"] = op_times(ranks)
         out["infos"] = next((r["infos"] for r in ranks if r.get("infos")), {})

@@ -479,7 +479,9 @@ int main(int argc, char** argv) {
   usage_json(f, "after_split", after_split);
   fprintf(f, ", ");
   usage_json(f, "end", end);
-  fprintf(f, ", \"cpu_init_s\": %.6f, \"cores\": %ld", cpu_init, sysconf(_SC_NPROCESSORS_ONLN));
+  const char* lazy = getenv("HCCL_GO_LAZY_LINKS");
+  fprintf(f, ", \"cpu_init_s\": %.6f, \"cores\": %ld, \"lazy_links\": \"%s\"", cpu_init,
+          sysconf(_SC_NPROCESSORS_ONLN), lazy && *lazy ? lazy : "auto");
   if (timing) fprintf(f, ", \"op_times\": [%s], \"infos\": {%s}", times, infos);
   fprintf(f, "}\n");
   fclose(f);

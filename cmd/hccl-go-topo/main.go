@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/hccl-go/hccl-go/topo"
@@ -24,9 +25,10 @@ const usage = `usage:
   hccl-go-topo simulate [flags]   predict each algorithm's time, algbw and busbw
   hccl-go-topo ring FILE          the ring, hierarchy groups and links of a topology file
   hccl-go-topo scale [flags]      init time, sockets, descriptors and memory per rank of a cluster
-  hccl-go-topo check [--json] RUN.json...
+  hccl-go-topo check [--json] [--lazy-links=0|1|auto] RUN.json...
                                   both models against scale runs (scripts/scale.sh --json):
-                                  measured, model and measured/model per figure
+                                  measured, model and measured/model per figure; --lazy-links:
+                                  HCCL_GO_LAZY_LINKS of records that do not say (default 0)
 
 simulate flags:
 `
@@ -101,8 +103,16 @@ func describe(path string, out io.Writer) error {
 
 // check compares the models with the scale runs named in args.
 func check(args []string, out io.Writer) error {
-	asJSON := len(args) > 0 && args[0] == "--json"
-	if asJSON {
+	asJSON, lazy := false, "0"
+	for len(args) > 0 && strings.HasPrefix(args[0], "--") {
+		switch {
+		case args[0] == "--json":
+			asJSON = true
+		case strings.HasPrefix(args[0], "--lazy-links="):
+			lazy = strings.TrimPrefix(args[0], "--lazy-links=")
+		default:
+			return fmt.Errorf("check: unknown flag %s (want --json, --lazy-links=0|1|auto)", args[0])
+		}
 		args = args[1:]
 	}
 	if len(args) == 0 {
@@ -115,7 +125,7 @@ func check(args []string, out io.Writer) error {
 			return fmt.Errorf("check: %w", err)
 		}
 	}
-	res, err := topo.CheckRuns(args, data)
+	res, err := topo.CheckRuns(args, data, lazy)
 	if err != nil {
 		return err
 	}

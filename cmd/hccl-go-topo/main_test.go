@@ -42,9 +42,10 @@ func TestScale(t *testing.T) {
 		args string
 		want []string
 	}{
-		{"scale --hosts 2048 --ranks-per-host 8", []string{"16384 ranks: 2048 hosts x 8 ranks", "TCP sockets                                  16376", "init dominated by: CPU: TCP connections", "memory by: TCP links"}},
+		{"scale --hosts 2048 --ranks-per-host 8 --lazy-links 0", []string{"16384 ranks: 2048 hosts x 8 ranks", "TCP sockets                                  16376", "init dominated by: CPU: TCP connections", "memory by: TCP links"}},
+		{"scale --hosts 2048 --ranks-per-host 8", []string{"lazy TCP links", "TCP sockets                                  2 ", "hier all_gather, reduce_scatter (every other host)      2047", "init dominated by: discovery"}},
 		{"scale --hosts 1 --ranks-per-host 128", []string{"TCP sockets                                  0", "file descriptors                             392"}},
-		{"scale --hosts 2048 --ranks-per-host 8 --store-rate 2e5", []string{"rendezvous store (536936448 requests)", "init dominated by: rendezvous store"}},
+		{"scale --hosts 2048 --ranks-per-host 8 --lazy-links 0 --store-rate 2e5", []string{"rendezvous store (536936448 requests)", "init dominated by: rendezvous store"}},
 	} {
 		var out bytes.Buffer
 		require.NoError(t, run(strings.Fields(tc.args), &out), tc.args)
@@ -71,6 +72,7 @@ func TestCheck(t *testing.T) {
 	require.NoError(t, json.Unmarshal(out.Bytes(), &res))
 	assert.NotEmpty(t, res.Rows)
 	assert.ErrorContains(t, run([]string{"check"}, &out), "want one or more")
+	assert.ErrorContains(t, run([]string{"check", "--bogus"}, &out), "unknown flag")
 	assert.ErrorContains(t, run([]string{"check", "/nonexistent.json"}, &out), "no such file")
 }
 

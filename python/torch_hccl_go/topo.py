@@ -62,6 +62,7 @@ SCALE_FLAGS = {
     "somaxconn": "listen backlog, net.core.somaxconn (default 4096)",
     "conn-cpu": "CPU per TCP connection end at init (default: calibrated on this machine)",
     "conn-bytes": "private bytes per TCP connection after init (default: calibrated on this machine)",
+    "lazy-links": "when TCP links are made, HCCL_GO_LAZY_LINKS: 0 at init, 1 on first use, auto (default)",
 }
 
 _lib_handle = None
@@ -106,7 +107,7 @@ def scale(**args) -> dict:
     """Runs the scale model. Keyword names are the scale flags with _ for -
     (hosts, ranks_per_host, streams_per_peer, streams, shm_collectives,
     inter_lat, intra_lat, store_rate, store_rtt, fd_limit, somaxconn,
-    conn_cpu, conn_bytes). Returns sockets, fds, the memory figures in
+    conn_cpu, conn_bytes, lazy_links). Returns sockets, fds, the memory figures in
     bytes, init_seconds, init_terms, init_dominant, memory_dominant,
     warnings and table. Raises ValueError for bad arguments."""
     return _call("hcclGoTopoScale", args)

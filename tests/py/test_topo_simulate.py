@@ -83,8 +83,8 @@ def test_scale_api():
     descriptors and memory that come with them (hcclGoTopoScale)."""
     from torch_hccl_go import topo
 
-    r = topo.scale(hosts=2048, ranks_per_host=8)
-    assert r["ranks"] == 16384 and r["sockets"] == 16384 - 8
+    r = topo.scale(hosts=2048, ranks_per_host=8, lazy_links="0")
+    assert r["ranks"] == 16384 and r["sockets"] == 16384 - 8 and not r["lazy_links"]
     assert r["fds"] > r["sockets"]
     assert r["private_bytes_links_active"] > r["private_bytes_after_init"] > 0
     assert r["init_seconds"] > 0 and r["init_dominant"] and r["memory_dominant"]
@@ -92,6 +92,11 @@ def test_scale_api():
     one_host = topo.scale(hosts=1, ranks_per_host=64, streams_per_peer=4)
     assert one_host["sockets"] == 0 and one_host["shm_bytes"] > 0
     assert topo.scale(hosts=4, ranks_per_host=8, streams_per_peer=2)["sockets"] == 2 * 24
+    # Lazy links (the default above 64 ranks on other hosts): discovery's ring neighbour and the
+    # listener after init; the ops' partners as they link them.
+    lazy = topo.scale(hosts=2048, ranks_per_host=8)
+    assert lazy["lazy_links"] and lazy["sockets"] == 2
+    assert [f["peers"] for f in lazy["fanout"]] == [2, 11, 2047, 16376]
     with pytest.raises(ValueError, match="hosts"):
         topo.scale(hosts=0)
 
@@ -102,4 +107,4 @@ def test_cli_scale():
         capture_output=True, text=True, timeout=120, check=True,
     ).stdout
     assert "16384 ranks: 2048 hosts x 8 ranks" in out
-    assert "TCP sockets" in out and "16376" in out
+    assert "TCP sockets" in out and "lazy TCP links" in out and "16376" in out
