@@ -391,6 +391,11 @@ hcclGoResult_t hcclGoTopoSimulate(const char* argsJson, char* out, size_t len) {
   return goTopoSimulate((char*)argsJson, out, len);
 }
 
+hcclGoResult_t hcclGoTopoScale(const char* argsJson, char* out, size_t len) {
+  HCCL_GO_ENTER();
+  return goTopoScale((char*)argsJson, out, len);
+}
+
 hcclGoResult_t hcclGoCommNumStreams(hcclGoComm_t comm, int* n) {
   HCCL_GO_ENTER();
   return goCommNumStreams(comm, n);

@@ -314,6 +314,19 @@ hcclGoResult_t hcclGoCommStats(hcclGoComm_t comm, char* buf, size_t len);
  * hcclGoInvalidArgument for bad arguments or when len is too small (the
  * last error then says how many bytes are needed). */
 hcclGoResult_t hcclGoTopoSimulate(const char* argsJson, char* out, size_t len);
+/* The scale model: what one rank costs at init (time, TCP sockets, file
+ * descriptors, private, /dev/shm and kernel memory) on a cluster, as the
+ * library connects today. argsJson is an object of `hccl-go-topo scale`
+ * flags, e.g. {"hosts": 2048, "ranks_per_host": 8} (also
+ * streams_per_peer, streams, shm_collectives, lazy_links, inter_lat,
+ * intra_lat, store_rate, store_rtt, fd_limit, somaxconn, conn_cpu,
+ * conn_bytes). Writes the result to out as JSON (NUL-terminated): ranks,
+ * lazy_links, links, sockets, fds, the memory figures in bytes,
+ * init_seconds, init_terms [{name, seconds}], fanout (lazy links: per
+ * kind of algorithm, its peers, sockets, fds, private_bytes,
+ * first_use_seconds), init_dominant, memory_dominant, warnings, table.
+ * Fails as hcclGoTopoSimulate does. */
+hcclGoResult_t hcclGoTopoScale(const char* argsJson, char* out, size_t len);
 
 /* ---- Work ------------------------------------------------------------- */
 

@@ -31,6 +31,24 @@ type Info struct {
 	// NUMAGroups are the (host, NUMA node) groups of the NUMA level
 	// (numa.go); absent without it.
 	NUMAGroups [][]int `json:"numa_groups,omitempty"`
+	// Model is what the cost model that chooses the algorithms was built
+	// from (nil without one: a single host, a split, a communicator built
+	// by New), so that a tool can rebuild it (hccl-go-topo check).
+	Model *ModelInfo `json:"model,omitempty"`
+}
+
+// ModelInfo describes a communicator's cost model: its topology's source
+// (the graph itself is HCCL_GO_TOPO_DUMP_FILE's), the measured local
+// speeds in bytes/s (0: not measured) and whether the hierarchy runs in
+// the shared-memory arenas.
+type ModelInfo struct {
+	Source    string  `json:"source"`
+	ReduceBW  float64 `json:"reduce_bw"`
+	CopyBW    float64 `json:"copy_bw"`
+	CodecBW   float64 `json:"codec_bw"`
+	ArenaHier bool    `json:"arena_hier"`
+	NUMALevel bool    `json:"numa_level"`
+	Ring      []int   `json:"ring"`
 }
 
 // Info returns the communicator's description.
@@ -45,6 +63,11 @@ func (c *Communicator) Info() Info {
 		StreamsPerPeer: c.cfg.StreamsPerPeer, ChunkBytes: c.cfg.ChunkBytes,
 		Sequence: c.lane.seq.Load(), GoMaxProcs: runtime.GOMAXPROCS(0), FastLane: "off",
 		Split: c.splitInfo(), NUMAGroups: c.Topology().NUMAGroups,
+	}
+	if t := c.topo; t != nil && t.model != nil {
+		p := t.model.Params()
+		info.Model = &ModelInfo{Source: t.source, ReduceBW: p.ReduceBandwidth, CopyBW: p.CopyBandwidth,
+			CodecBW: p.CodecBandwidth, ArenaHier: t.model.ArenaHier(), NUMALevel: p.NUMALevel, Ring: t.ring}
 	}
 	if c.laneApplies() {
 		info.FastLane = "go"

@@ -245,6 +245,9 @@ func (m *CostModel) Compressed(wireRatio, codecBandwidth float64) (*CostModel, e
 // compressed reports whether all_reduce travels compressed.
 func (m *CostModel) compressed() bool { return m.p.WireRatio > 0 && m.p.WireRatio < 1 }
 
+// Params are the local costs the model was built with.
+func (m *CostModel) Params() Params { return m.p }
+
 // Ring is the ring that ring and chain algorithms follow.
 func (m *CostModel) Ring() []int { return slices.Clone(m.ring) }
 

@@ -133,11 +133,37 @@ func optionalBandwidth(s string) (float64, error) {
 // is SimResult as JSON, plus "table": the text the command prints, and
 // "elapsed_s".
 func SimulateJSON(argsJSON string) (string, error) {
+	args, err := jsonArgs(argsJSON)
+	if err != nil {
+		return "", fmt.Errorf("simulate: %w", err)
+	}
+	cfg, err := ParseSimArgs(args)
+	if err != nil {
+		return "", err
+	}
+	res, err := Simulate(cfg)
+	if err != nil {
+		return "", err
+	}
+	out, err := json.Marshal(struct {
+		SimResult
+		Table    string  `json:"table"`
+		ElapsedS float64 `json:"elapsed_s"`
+	}{res, res.Table(), res.Elapsed.Seconds()})
+	if err != nil {
+		return "", fmt.Errorf("simulate: %w", err)
+	}
+	return string(out), nil
+}
+
+// jsonArgs turns a JSON object of flag names (with - or _) to strings,
+// numbers or booleans into "--name=value" arguments, in name order.
+func jsonArgs(argsJSON string) ([]string, error) {
 	var kv map[string]any
 	dec := json.NewDecoder(strings.NewReader(argsJSON))
 	dec.UseNumber()
 	if err := dec.Decode(&kv); err != nil {
-		return "", fmt.Errorf("simulate: arguments: %w", err)
+		return nil, fmt.Errorf("arguments: %w", err)
 	}
 	keys := slices.Sorted(func(yield func(string) bool) {
 		for k := range kv {
@@ -157,25 +183,9 @@ func SimulateJSON(argsJSON string) (string, error) {
 		case bool:
 			v = strconv.FormatBool(x)
 		default:
-			return "", fmt.Errorf("simulate: argument %q: want a string or a number, got %T", k, x)
+			return nil, fmt.Errorf("argument %q: want a string or a number, got %T", k, x)
 		}
 		args = append(args, "--"+strings.ReplaceAll(k, "_", "-")+"="+v)
 	}
-	cfg, err := ParseSimArgs(args)
-	if err != nil {
-		return "", err
-	}
-	res, err := Simulate(cfg)
-	if err != nil {
-		return "", err
-	}
-	out, err := json.Marshal(struct {
-		SimResult
-		Table    string  `json:"table"`
-		ElapsedS float64 `json:"elapsed_s"`
-	}{res, res.Table(), res.Elapsed.Seconds()})
-	if err != nil {
-		return "", fmt.Errorf("simulate: %w", err)
-	}
-	return string(out), nil
+	return args, nil
 }

@@ -146,6 +146,8 @@ func FormatBandwidth(bw float64) string {
 func FormatDuration(d time.Duration) string {
 	s := d.Seconds()
 	switch {
+	case s >= 1e4:
+		return fmt.Sprintf("%.0f s", s)
 	case s >= 1:
 		return fmt.Sprintf("%.4g s", s)
 	case s >= 1e-3:

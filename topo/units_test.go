@@ -98,4 +98,5 @@ func TestFormat(t *testing.T) {
 	assert.Equal(t, "110.3 ms", FormatDuration(110300*time.Microsecond))
 	assert.Equal(t, "12.5 µs", FormatDuration(12500*time.Nanosecond))
 	assert.Equal(t, "2.5 s", FormatDuration(2500*time.Millisecond))
+	assert.Equal(t, "29030 s", FormatDuration(29030*time.Second))
 }

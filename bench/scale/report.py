@@ -57,6 +57,32 @@ def summary(ranks: list[dict]) -> dict:
             row[key] = spread([r[stage][key] for r in ranks])
             row[key + "_added"] = spread([r[stage][key] - r["before"][key] for r in ranks])
         out["per_rank"][stage] = row
+    if all("cpu_init_s" in r for r in ranks):
+        out["cpu_init_s"] = spread([r["cpu_init_s"] for r in ranks])
+        out["cores"] = ranks[0]["cores"]
+    if "lazy_links" in ranks[0]:
+        out["lazy_links"] = ranks[0]["lazy_links"]  # HCCL_GO_LAZY_LINKS, "auto" when unset
+    if all("op_times" in r for r in ranks):
+        out["op_times"] = op_times(ranks)
+        out["infos"] = next((r["infos"] for r in ranks if r.get("infos")), {})
+    return out
+
+
+def op_times(ranks: list[dict]) -> list[dict]:
+    """Each (config, op, algo, bytes): an op ends when its last rank does, so
+    us is the max over ranks of their medians (us_median: their median) and
+    us_min the max over ranks of their best calls."""
+    by_key: dict[tuple, list[dict]] = {}
+    for r in ranks:
+        for t in r["op_times"]:
+            by_key.setdefault((t["config"], t["op"], t["algo"], t["bytes"]), []).append(t)
+    out = []
+    for (c, op, algo, n), ts in by_key.items():
+        us = [t["us"] for t in ts]
+        row = {"config": c, "op": op, "algo": algo, "bytes": n, "us": max(us), "us_median": statistics.median(us)}
+        if all("us_min" in t for t in ts):
+            row["us_min"] = max(t["us_min"] for t in ts)
+        out.append(row)
     return out
 
 
@@ -81,6 +107,12 @@ def render(s: dict) -> str:
         f"  every collective checked: {s['checks']} checks, {s['failed']} failed, in {s['checked_s']:.2f} s",
         _line("split (or groups) in halves + checked ops, median / max", split_ms),
         _line("8 B all_reduce, median / max over ranks", f"{small[0]:8.1f} / {small[1]:.1f} us"),
+    ]
+    if "cpu_init_s" in s:
+        cpu = s["cpu_init_s"]
+        label = f"CPU of the init call, median / max ({s['cores']} cores)"
+        lines.append(_line(label, f"{cpu[0]:8.3f} / {cpu[1]:.3f} s"))
+    lines += [
         "",
         "# per rank: median / max over ranks (added: beyond the process's state before its first call)",
         f"  {'stage':<12} {'sockets':>10} {'fds':>10} {'threads':>10} {'added':>8} "
@@ -93,6 +125,16 @@ def render(s: dict) -> str:
             f"{_pair(row, 'pss_kb', mb, '{:.1f}'):>14} {_pair(row, 'pss_kb_added', mb, '{:.1f}'):>14} "
             f"{_pair(row, 'anon_kb_added', mb, '{:.1f}'):>14}"
         )
+    if s.get("op_times"):
+        lines += [
+            "",
+            "# op times (the cost model's bytes): max / median over ranks of their median call; max of their best",
+        ]
+        head = f"  {'config':<6} {'op':<14} {'algo':<6} {'bytes':>10}"
+        lines.append(f"{head} {'max us':>12} {'median us':>12} {'best us':>12}")
+        for t in s["op_times"]:
+            key = f"  {t['config']:<6} {t['op']:<14} {t['algo']:<6} {t['bytes']:>10}"
+            lines.append(f"{key} {t['us']:>12.1f} {t['us_median']:>12.1f} {t.get('us_min', float('nan')):>12.1f}")
     if s["failed"]:
         lines.append("")
         lines.append("# failed checks (first ranks):")
@@ -111,6 +153,10 @@ def main() -> int:
         print(f"no rank-*.json in {args.dir}", file=sys.stderr)
         return 1
     s = summary(ranks)
+    topo_file = os.path.join(args.dir, "topo.json")
+    if os.path.exists(topo_file):
+        with open(topo_file) as f:
+            s["topology"] = json.load(f)
     print(render(s))
     if args.json:
         with open(args.json, "w") as f:

@@ -13,8 +13,16 @@
  *      into two halves, checking each result against the value it must have
  *      (integer-valued float32 data, so every sum is exact);
  *   4. times a small all_reduce;
- *   5. writes one JSON object to DIR/rank-RANK.json: timestamps, failed
- *      checks, and its sockets, threads and memory before and after.
+ *   5. with SCALE_TIME_SIZES set (bytes, comma-separated, as the cost model
+ *      counts them), times all_reduce, all_gather, reduce_scatter and
+ *      broadcast at each size, on the communicator (the library's choice) and
+ *      on one more communicator per algorithm override (ring/chain, rd/tree,
+ *      hd, hier) that loads the topology the first one learned: the median and
+ *      the best of SCALE_TIME_REPS (default 5) barrier-separated calls each;
+ *   6. writes one JSON object to DIR/rank-RANK.json: timestamps, failed
+ *      checks, the CPU time of its init, its sockets, threads and memory
+ *      before and after, and the op times (rank 0 adds each communicator's
+ *      hcclGoCommInfo, which holds the cost model's inputs).
  * It exits 0 when every call succeeded (failed checks are in the JSON), 1 when
  * a call failed.
  */
@@ -23,12 +31,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "hccl_go.h"
 
-static int rank, nranks;
+static int rank, nranks, per_host, timing;
+static const char* dir;
+static char** hosts; /* per rank: its emulated host */
 static char failures[8192];
 static int nchecks, nfailed;
 
@@ -36,6 +47,13 @@ static double wall(void) {
   struct timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
   return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* CPU seconds this process has used (user + system, every thread). */
+static double cpu(void) {
+  struct rusage u;
+  getrusage(RUSAGE_SELF, &u);
+  return u.ru_utime.tv_sec + u.ru_stime.tv_sec + (u.ru_utime.tv_usec + u.ru_stime.tv_usec) * 1e-6;
 }
 
 static void die(const char* what, hcclGoResult_t r, hcclGoComm_t comm) {
@@ -227,6 +245,42 @@ static void collectives(hcclGoComm_t comm, int me, int n, size_t count, const ch
   free(b);
 }
 
+/* Creates a communicator of every rank: a listener, its address published
+ * as DIR/addr-TAG-RANK and everyone's read, then the init call. Sets
+ * *t_addrs to when every address was known and *cpu_init to the CPU seconds
+ * of the init call. */
+static void connect_comm(const char* tag, const char* options, hcclGoComm_t* comm, double* t_addrs,
+                         double* cpu_init) {
+  char** addrs = calloc(nranks, sizeof(char*));
+  hcclGoListener_t l;
+  char addr[256], path[512], tmp[512];
+  /* Emulated hosts are all this machine: loopback. */
+  check(hcclGoListenRank(nranks, rank, (const char* const*)hosts, "127.0.0.1", "listen_addr=127.0.0.1:0", &l, addr,
+                         sizeof addr),
+        "listen", 0);
+  snprintf(tmp, sizeof tmp, "%s/addr%s-%d.tmp", dir, tag, rank);
+  snprintf(path, sizeof path, "%s/addr%s-%d", dir, tag, rank);
+  FILE* f = fopen(tmp, "w");
+  fputs(addr, f);
+  fclose(f);
+  rename(tmp, path);
+  for (int i = 0; i < nranks; i++) {
+    addrs[i] = calloc(1, 256);
+    snprintf(path, sizeof path, "%s/addr%s-%d", dir, tag, i);
+    while ((f = fopen(path, "r")) == NULL) usleep(20000);
+    if (fgets(addrs[i], 256, f) == NULL) die("rendezvous", 1, 0);
+    fclose(f);
+  }
+  *t_addrs = wall();
+  double c0 = cpu();
+  check(hcclGoCommInitRank(comm, nranks, rank, l, (const char* const*)addrs, (const char* const*)hosts, "scale",
+                           options),
+        "init", 0);
+  *cpu_init = cpu() - c0;
+  for (int i = 0; i < nranks; i++) free(addrs[i]);
+  free(addrs);
+}
+
 static double median(double* v, int n) {
   for (int i = 1; i < n; i++)
     for (int j = i; j > 0 && v[j - 1] > v[j]; j--) {
@@ -237,6 +291,106 @@ static double median(double* v, int n) {
   return v[n / 2];
 }
 
+/* The op-time phase (SCALE_TIME_SIZES): per communicator configuration,
+ * the algorithm each op is forced to (NULL: not timed there; "auto": the
+ * library's choice). Ops in the order of op_names. */
+static const char* op_names[4] = {"allreduce", "allgather", "reducescatter", "broadcast"};
+static const struct {
+  const char* name;
+  const char* spec; /* HCCL_GO_ALGO; NULL: the first communicator */
+  const char* algo[4];
+} configs[] = {
+    {"auto", NULL, {"auto", "auto", "auto", "auto"}},
+    {"ring", "allreduce=ring,allgather=ring,reducescatter=ring,broadcast=chain", {"ring", "ring", "ring", "chain"}},
+    {"rd", "allreduce=rd,broadcast=tree", {"rd", NULL, NULL, "tree"}},
+    {"hd", "allreduce=hd", {"hd", NULL, NULL, NULL}},
+    {"hier", "allreduce=hier,allgather=hier,reducescatter=hier,broadcast=hier", {"hier", "hier", "hier", "hier"}},
+};
+#define NCONFIGS (sizeof configs / sizeof configs[0])
+
+/* One call of op k on nbytes (the whole buffer as the cost model counts it:
+ * all_gather's output, reduce_scatter's input); broadcast from rank 0. */
+static void run_op(hcclGoComm_t comm, int k, size_t nbytes, float* a, float* b) {
+  size_t count = nbytes / sizeof(float), block = count / (size_t)nranks;
+  switch (k) {
+    case 0:
+      check(hcclGoAllReduce(a, b, count, hcclGoFloat32, hcclGoSum, 0, comm, 0, NULL), "timed all_reduce", comm);
+      break;
+    case 1:
+      check(hcclGoAllGather(a, b, block, hcclGoFloat32, comm, 0, NULL), "timed all_gather", comm);
+      break;
+    case 2:
+      check(hcclGoReduceScatter(a, b, block, hcclGoFloat32, hcclGoSum, 0, comm, 0, NULL), "timed reduce_scatter",
+            comm);
+      break;
+    default:
+      check(hcclGoBroadcast(a, a, count, hcclGoFloat32, 0, comm, 0, NULL), "timed broadcast", comm);
+  }
+}
+
+/* Times every op of every configuration at every size into f (a JSON array's
+ * items); rank 0 writes each communicator's info into infos. */
+static void time_ops(hcclGoComm_t main_comm, FILE* f, FILE* infos) {
+  const char* env = getenv("SCALE_TIME_SIZES");
+  int reps = getenv("SCALE_TIME_REPS") ? atoi(getenv("SCALE_TIME_REPS")) : 5;
+  if (reps < 1) reps = 1;
+  size_t sizes[32];
+  int nsizes = 0;
+  for (const char* p = env; *p && nsizes < 32;) {
+    size_t n = strtoull(p, (char**)&p, 10);
+    /* Whole float32 blocks of every rank: all_gather and reduce_scatter. */
+    size_t unit = sizeof(float) * (size_t)nranks;
+    sizes[nsizes++] = n < unit ? unit : n / unit * unit;
+    while (*p == ',' || *p == ' ') p++;
+  }
+  size_t most = 0;
+  for (int i = 0; i < nsizes; i++) most = sizes[i] > most ? sizes[i] : most;
+  float* a = calloc(most / sizeof(float) + 1, sizeof(float));
+  float* b = calloc(most / sizeof(float) + 1, sizeof(float));
+  double* t = calloc(reps, sizeof(double));
+  int first = 1, first_info = 1;
+  char topo_opts[1024], info[1 << 16];
+  snprintf(topo_opts, sizeof topo_opts, "timeout_ms=300000;topo_file=%s/topo.json;algo=", dir);
+  for (size_t c = 0; c < NCONFIGS; c++) {
+    /* One rank per host has no hierarchy to force. */
+    if (per_host == 1 && strcmp(configs[c].name, "hier") == 0) continue;
+    hcclGoComm_t comm = main_comm;
+    if (configs[c].spec != NULL) {
+      char opts[1200], tag[32];
+      double t_addrs, cpu_init;
+      snprintf(opts, sizeof opts, "%s%s", topo_opts, configs[c].spec);
+      snprintf(tag, sizeof tag, "-%s", configs[c].name);
+      connect_comm(tag, opts, &comm, &t_addrs, &cpu_init);
+    }
+    if (rank == 0 && hcclGoCommInfo(comm, info, sizeof info) == hcclGoSuccess) {
+      fprintf(infos, "%s\"%s\": %s", first_info ? "" : ", ", configs[c].name, info);
+      first_info = 0;
+    }
+    for (int k = 0; k < 4; k++) {
+      if (configs[c].algo[k] == NULL) continue;
+      for (int i = 0; i < nsizes; i++) {
+        run_op(comm, k, sizes[i], a, b); /* warm: buffers, first-use paths */
+        for (int r = 0; r < reps; r++) {
+          check(hcclGoBarrier(comm, 0, NULL), "barrier", comm);
+          double t0 = wall();
+          run_op(comm, k, sizes[i], a, b);
+          t[r] = wall() - t0;
+        }
+        double med = median(t, reps); /* sorts t: t[0] is the best */
+        fprintf(f,
+                "%s{\"config\": \"%s\", \"op\": \"%s\", \"algo\": \"%s\", \"bytes\": %zu, \"us\": %.2f, "
+                "\"us_min\": %.2f}",
+                first ? "" : ", ", configs[c].name, op_names[k], configs[c].algo[k], sizes[i], med * 1e6, t[0] * 1e6);
+        first = 0;
+      }
+    }
+    if (comm != main_comm) check(hcclGoCommDestroy(comm), "destroy timed", comm);
+  }
+  free(a);
+  free(b);
+  free(t);
+}
+
 int main(int argc, char** argv) {
   if (argc != 5) {
     fprintf(stderr, "usage: scale_rank RANK NRANKS RANKS_PER_HOST DIR\n");
@@ -245,41 +399,24 @@ int main(int argc, char** argv) {
   double t_start = wall();
   rank = atoi(argv[1]);
   nranks = atoi(argv[2]);
-  int per_host = atoi(argv[3]);
-  const char* dir = argv[4];
+  per_host = atoi(argv[3]);
+  dir = argv[4];
   usage_t before = usage();
+  hosts = calloc(nranks, sizeof(char*));
 
-  /* Host ids, then the listener, then the addresses. */
-  char** hosts = calloc(nranks, sizeof(char*));
-  char** addrs = calloc(nranks, sizeof(char*));
+  const char* sizes = getenv("SCALE_TIME_SIZES");
+  timing = sizes != NULL && *sizes != 0;
   for (int i = 0; i < nranks; i++) {
     hosts[i] = calloc(1, 32);
     snprintf(hosts[i], 32, "scale-host-%d", i / per_host);
-    addrs[i] = calloc(1, 256);
   }
-  hcclGoListener_t l;
-  char addr[256], path[512], tmp[512];
-  /* Emulated hosts are all this machine: loopback. */
-  check(hcclGoListenRank(nranks, rank, (const char* const*)hosts, "127.0.0.1", "listen_addr=127.0.0.1:0", &l, addr,
-                         sizeof addr),
-        "listen", 0);
-  snprintf(tmp, sizeof tmp, "%s/addr-%d.tmp", dir, rank);
-  snprintf(path, sizeof path, "%s/addr-%d", dir, rank);
-  FILE* f = fopen(tmp, "w");
-  fputs(addr, f);
-  fclose(f);
-  rename(tmp, path);
-  for (int i = 0; i < nranks; i++) {
-    snprintf(path, sizeof path, "%s/addr-%d", dir, i);
-    while ((f = fopen(path, "r")) == NULL) usleep(20000);
-    if (fgets(addrs[i], 256, f) == NULL) die("rendezvous", 1, 0);
-    fclose(f);
-  }
-  double t_addrs = wall();
+  /* When timing, the first communicator writes the topology it learned
+   * (probed on a few emulated hosts) for the others to load. */
+  char opts[1024] = "timeout_ms=300000";
+  if (timing) snprintf(opts, sizeof opts, "timeout_ms=300000;topo_dump_file=%s/topo.json", dir);
   hcclGoComm_t comm;
-  check(hcclGoCommInitRank(&comm, nranks, rank, l, (const char* const*)addrs, (const char* const*)hosts, "scale",
-                           "timeout_ms=300000"),
-        "init", 0);
+  double t_addrs, cpu_init;
+  connect_comm("", opts, &comm, &t_addrs, &cpu_init);
   double t_init = wall();
   usage_t after_init = usage();
 
@@ -314,9 +451,20 @@ int main(int argc, char** argv) {
   }
   usage_t end = usage();
 
+  /* The op times (several hosts only: on one host every op runs in the
+   * shared-memory arena, which the cost model does not cost). */
+  char *times = NULL, *infos = NULL;
+  size_t times_len = 0, infos_len = 0;
+  FILE* tf = open_memstream(&times, &times_len);
+  FILE* inf = open_memstream(&infos, &infos_len);
+  if (timing && per_host < nranks) time_ops(comm, tf, inf);
+  fclose(tf);
+  fclose(inf);
+
+  char path[512], tmp[512];
   snprintf(tmp, sizeof tmp, "%s/rank-%d.tmp", dir, rank);
   snprintf(path, sizeof path, "%s/rank-%d.json", dir, rank);
-  f = fopen(tmp, "w");
+  FILE* f = fopen(tmp, "w");
   fprintf(f, "{\"rank\": %d, \"nranks\": %d, \"ranks_per_host\": %d, ", rank, nranks, per_host);
   fprintf(f, "\"t_start\": %.6f, \"t_addrs\": %.6f, \"t_init\": %.6f, \"t_checked\": %.6f, ", t_start, t_addrs, t_init,
           t_checked);
@@ -331,9 +479,15 @@ int main(int argc, char** argv) {
   usage_json(f, "after_split", after_split);
   fprintf(f, ", ");
   usage_json(f, "end", end);
+  const char* lazy = getenv("HCCL_GO_LAZY_LINKS");
+  fprintf(f, ", \"cpu_init_s\": %.6f, \"cores\": %ld, \"lazy_links\": \"%s\"", cpu_init,
+          sysconf(_SC_NPROCESSORS_ONLN), lazy && *lazy ? lazy : "auto");
+  if (timing) fprintf(f, ", \"op_times\": [%s], \"infos\": {%s}", times, infos);
   fprintf(f, "}\n");
   fclose(f);
   rename(tmp, path);
+  free(times);
+  free(infos);
   /* Destroy waits for every rank's last op: no rank leaves while a peer
    * still needs its links. */
   check(hcclGoCommDestroy(comm), "destroy", comm);

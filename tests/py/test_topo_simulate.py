@@ -76,3 +76,35 @@ def test_cli_bad_flag():
         capture_output=True, text=True, timeout=120,
     )
     assert p.returncode == 2 and "unknown unit" in p.stderr
+
+
+def test_scale_api():
+    """The scale model: S x (N - k) sockets per rank, none inside a host, and the
+    descriptors and memory that come with them (hcclGoTopoScale)."""
+    from torch_hccl_go import topo
+
+    r = topo.scale(hosts=2048, ranks_per_host=8, lazy_links="0")
+    assert r["ranks"] == 16384 and r["sockets"] == 16384 - 8 and not r["lazy_links"]
+    assert r["fds"] > r["sockets"]
+    assert r["private_bytes_links_active"] > r["private_bytes_after_init"] > 0
+    assert r["init_seconds"] > 0 and r["init_dominant"] and r["memory_dominant"]
+    assert "init dominated by" in r["table"]
+    one_host = topo.scale(hosts=1, ranks_per_host=64, streams_per_peer=4)
+    assert one_host["sockets"] == 0 and one_host["shm_bytes"] > 0
+    assert topo.scale(hosts=4, ranks_per_host=8, streams_per_peer=2)["sockets"] == 2 * 24
+    # Lazy links (the default above 64 ranks on other hosts): discovery's ring neighbour and the
+    # listener after init; the ops' partners as they link them.
+    lazy = topo.scale(hosts=2048, ranks_per_host=8)
+    assert lazy["lazy_links"] and lazy["sockets"] == 2
+    assert [f["peers"] for f in lazy["fanout"]] == [2, 11, 2047, 16376]
+    with pytest.raises(ValueError, match="hosts"):
+        topo.scale(hosts=0)
+
+
+def test_cli_scale():
+    out = subprocess.run(
+        [sys.executable, "-m", "torch_hccl_go.topo", "scale", "--hosts", "2048", "--ranks-per-host", "8"],
+        capture_output=True, text=True, timeout=120, check=True,
+    ).stdout
+    assert "16384 ranks: 2048 hosts x 8 ranks" in out
+    assert "TCP sockets" in out and "lazy TCP links" in out and "16376" in out
