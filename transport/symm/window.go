@@ -194,10 +194,18 @@ func (w *Window) connect(ctx context.Context, dir string, nonce []byte, local []
 	}
 	attach := word64(m, hAttach)
 	err = retry(ctx, func() error {
-		if attach.Load() < uint64(len(local)-1) {
-			return errNotReady
+		if attach.Load() >= uint64(len(local)-1) {
+			return nil
 		}
-		return nil
+		for r, s := range w.segs {
+			if s == nil || r == w.rank {
+				continue
+			}
+			if alive, err := s.alive(); err != nil || !alive {
+				return errors.Join(err, w.peerGone("alloc", r))
+			}
+		}
+		return errNotReady
 	})
 	if err != nil {
 		return fmt.Errorf("wait for %d local peers to map this rank's segment (%d did): %w", len(local)-1, attach.Load(), err)
