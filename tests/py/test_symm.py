@@ -123,6 +123,7 @@ def _job_calls(ctx):
     assert "differs from the symmetric tensor's torch.float32" in messages["dtype"]
     assert "do not fit" in messages["past the end"]
     assert "but rank" in messages["buffer past the end"]
+    h.barrier()  # every rank has checked: the buffers may change again
     # An exact fit at the end works.
     h.put(torch.full((2,), 7.0), nxt, offset=30)
     h.barrier()
