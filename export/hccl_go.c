@@ -151,6 +151,8 @@ const char* hcclGoGetErrorString(hcclGoResult_t r) {
       return "in progress";
     case hcclGoAborted:
       return "aborted";
+    case hcclGoNotSupported:
+      return "not supported";
     default:
       return "unknown result code";
   }
@@ -409,4 +411,56 @@ hcclGoResult_t hcclGoEventRecord(hcclGoComm_t comm, int stream, hcclGoWork_t* ev
 hcclGoResult_t hcclGoStreamWaitWork(hcclGoComm_t comm, int stream, hcclGoWork_t work, hcclGoWork_t* marker) {
   HCCL_GO_ENTER();
   return goStreamWaitWork(comm, stream, work, marker);
+}
+
+hcclGoResult_t hcclGoMemAlloc(hcclGoComm_t comm, size_t size, void** ptr) {
+  HCCL_GO_ENTER();
+  return goMemAlloc(comm, size, ptr);
+}
+
+hcclGoResult_t hcclGoMemFree(void* ptr) {
+  HCCL_GO_ENTER();
+  return goMemFree(ptr);
+}
+
+hcclGoResult_t hcclGoWindowCreate(hcclGoComm_t comm, void* ptr, hcclGoWindow_t* win) {
+  HCCL_GO_ENTER();
+  return goWindowCreate(comm, ptr, win);
+}
+
+hcclGoResult_t hcclGoWindowDestroy(hcclGoWindow_t win) {
+  HCCL_GO_ENTER();
+  return goWindowDestroy(win);
+}
+
+hcclGoResult_t hcclGoWindowPeerPtr(hcclGoWindow_t win, int peer, void** ptr, size_t* size) {
+  HCCL_GO_ENTER();
+  return goWindowPeerPtr(win, peer, ptr, size);
+}
+
+hcclGoResult_t hcclGoPut(const void* src, size_t count, hcclGoDataType_t datatype, int peer, size_t offset,
+                         hcclGoWindow_t win) {
+  HCCL_GO_ENTER();
+  return goPut((void*)src, count, datatype, peer, offset, win);
+}
+
+hcclGoResult_t hcclGoGet(void* dst, size_t count, hcclGoDataType_t datatype, int peer, size_t offset,
+                         hcclGoWindow_t win) {
+  HCCL_GO_ENTER();
+  return goGet(dst, count, datatype, peer, offset, win);
+}
+
+hcclGoResult_t hcclGoSignal(hcclGoWindow_t win, int peer) {
+  HCCL_GO_ENTER();
+  return goSignal(win, peer);
+}
+
+hcclGoResult_t hcclGoWaitSignal(hcclGoWindow_t win, int peer, int64_t timeoutMs) {
+  HCCL_GO_ENTER();
+  return goWaitSignal(win, peer, timeoutMs);
+}
+
+hcclGoResult_t hcclGoWindowBarrier(hcclGoWindow_t win, int64_t timeoutMs) {
+  HCCL_GO_ENTER();
+  return goWindowBarrier(win, timeoutMs);
 }

@@ -42,7 +42,8 @@ typedef enum {
   hcclGoInternalError = 6,   /* a bug in the library (e.g. a recovered panic) */
   hcclGoInProgress = 7,      /* work not finished yet (hcclGoWorkTest) */
   hcclGoAborted = 8,         /* the communicator was aborted */
-  hcclGoNumResults = 9
+  hcclGoNotSupported = 9,    /* not implemented for these ranks (e.g. a peer on another host) */
+  hcclGoNumResults = 10
 } hcclGoResult_t;
 
 /* Element types. Values follow ncclDataType_t where NCCL has the type. */
@@ -82,6 +83,7 @@ typedef enum {
 typedef uint64_t hcclGoComm_t;     /* 0 is never a valid communicator */
 typedef uint64_t hcclGoWork_t;     /* 0 is never a valid work */
 typedef uint64_t hcclGoListener_t; /* 0 is never a valid listener */
+typedef uint64_t hcclGoWindow_t;   /* 0 is never a valid window */
 
 /* Streams: ops on one stream run in order; ops on different streams may
  * overlap. Point-to-point ops never queue behind collectives. */
@@ -297,6 +299,70 @@ hcclGoResult_t hcclGoSparseAllReduce(const int64_t* indices, const void* values,
  * Fails with hcclGoInvalidArgument (buf then holds a truncated
  * prefix) when len is too small. */
 hcclGoResult_t hcclGoCommStats(hcclGoComm_t comm, char* buf, size_t len);
+
+/* ---- Symmetric memory ---------------------------------------------------
+ * Memory that every rank of a communicator allocates with the same size and
+ * that the ranks of one host map, each other's included: a rank loads from
+ * and stores to a peer's region directly (hcclGoWindowPeerPtr), copies into
+ * and out of it (hcclGoPut, hcclGoGet), and synchronises with it through
+ * counters in shared memory (hcclGoSignal, hcclGoWaitSignal,
+ * hcclGoWindowBarrier). Every rank's region is a segment of its own in
+ * /dev/shm, unlinked as soon as every rank of its host has mapped it, so
+ * nothing is left there after exit or a crash. Only ranks of one host share
+ * memory so far: a call that names a rank on another host fails with
+ * hcclGoNotSupported and a message naming it and its host (one-sided
+ * transfers over TCP are not implemented yet). Allocations and windows
+ * outlive their communicator: the mapping is released when hcclGoMemFree
+ * and hcclGoWindowDestroy of every window on it have been called. Errors
+ * of these calls are read with hcclGoGetLastError(0). */
+
+/* Allocates size bytes (zero-filled, page aligned) on every rank of comm,
+ * collectively: every rank calls it with the same size (else every rank
+ * fails with hcclGoInvalidArgument naming the ranks that differ). Returns
+ * once every rank of this host has mapped this rank's region; *ptr is its
+ * address. Bounded by the communicator's timeout. */
+hcclGoResult_t hcclGoMemAlloc(hcclGoComm_t comm, size_t size, void** ptr);
+/* Gives up this rank's reference on the memory at ptr (the address
+ * hcclGoMemAlloc returned; NULL is a no-op): the mapping goes once no
+ * window uses it. A second call fails with hcclGoInvalidUsage. Local: needs
+ * no call on the other ranks, whose mappings stay valid. */
+hcclGoResult_t hcclGoMemFree(void* ptr);
+/* Makes *win, a handle for one-sided operations on the memory at ptr (the
+ * address hcclGoMemAlloc returned on comm). Local and cheap: the ranks
+ * already mapped each other in hcclGoMemAlloc. */
+hcclGoResult_t hcclGoWindowCreate(hcclGoComm_t comm, void* ptr, hcclGoWindow_t* win);
+/* Releases the handle; waits for the window's calls in progress. */
+hcclGoResult_t hcclGoWindowDestroy(hcclGoWindow_t win);
+/* Writes the address of peer's region, as mapped in this process, to *ptr
+ * and its size in bytes to *size (may be NULL); loads and stores there go
+ * straight to peer's memory. Valid until the window and the allocation are
+ * released. peer may be this rank. */
+hcclGoResult_t hcclGoWindowPeerPtr(hcclGoWindow_t win, int peer, void** ptr, size_t* size);
+/* Copies count elements of datatype from src into peer's region, starting
+ * offset elements (of datatype) into it. [offset, offset+count) must lie in
+ * the region: otherwise hcclGoInvalidArgument and nothing is written. The
+ * copy is done when the call returns; peer learns of it through
+ * hcclGoSignal. */
+hcclGoResult_t hcclGoPut(const void* src, size_t count, hcclGoDataType_t datatype, int peer, size_t offset,
+                         hcclGoWindow_t win);
+/* Copies count elements of datatype from peer's region, starting offset
+ * elements into it, to dst; bounds as for hcclGoPut. */
+hcclGoResult_t hcclGoGet(void* dst, size_t count, hcclGoDataType_t datatype, int peer, size_t offset,
+                         hcclGoWindow_t win);
+/* Adds one to this rank's signal counter at peer: every store this rank
+ * made before the call (to any region) is visible to peer once its
+ * hcclGoWaitSignal for it returns. Never blocks. */
+hcclGoResult_t hcclGoSignal(hcclGoWindow_t win, int peer);
+/* Waits for one signal from peer and consumes it: n signals match n waits,
+ * and a signal sent before the wait began counts. timeoutMs <= 0 is the
+ * communicator's timeout. Fails with hcclGoRemoteError naming peer within
+ * a few milliseconds once peer has died or released its window, and with
+ * hcclGoTimeout when the time runs out while peer lives. */
+hcclGoResult_t hcclGoWaitSignal(hcclGoWindow_t win, int peer, int64_t timeoutMs);
+/* Returns once every rank of the window has entered it; stores made before
+ * it are visible to every rank after it. Every rank must be on this host.
+ * timeoutMs and failures as for hcclGoWaitSignal. */
+hcclGoResult_t hcclGoWindowBarrier(hcclGoWindow_t win, int64_t timeoutMs);
 
 /* ---- Topology simulator ----------------------------------------------- */
 

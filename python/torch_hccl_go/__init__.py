@@ -4,7 +4,7 @@
     dist.init_process_group(backend="hccl_go")   # CPU tensors
 
 Public API: Options, library_path(), comm_info(group), get_backend(group),
-get_stream/set_stream/use_stream (the library stream of a group's
+symm (symmetric memory: symm.empty, symm.rendezvous), get_stream/set_stream/use_stream (the library stream of a group's
 collectives), all_reduce(tensor, op, group) (in place and synchronous, without
 c10d's dispatch: see direct.py), __version__. `python -m torch_hccl_go.info` prints the configuration.
 """
@@ -17,6 +17,7 @@ from ._library import library_path, load_extension
 from ._version import __version__
 
 _C = load_extension()  # the build for this torch, as torch_hccl_go._C; starts the Go runtime
+from . import symm  # noqa: E402  (torch_hccl_go.symm.empty, .rendezvous)
 from ._creator import register  # noqa: E402
 from .comm import comm_info, get_backend  # noqa: E402
 from .direct import all_reduce  # noqa: E402
@@ -42,5 +43,6 @@ __all__ = [
     "library_path",
     "set_stream",
     "stats",
+    "symm",
     "use_stream",
 ]
