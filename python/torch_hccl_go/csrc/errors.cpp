@@ -32,6 +32,8 @@ const char* resultName(hcclGoResult_t result) {
       return "hcclGoInProgress";
     case hcclGoAborted:
       return "hcclGoAborted";
+    case hcclGoNotSupported:
+      return "hcclGoNotSupported";
     default:
       return "hcclGo(unknown result)";
   }
