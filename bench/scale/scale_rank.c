@@ -249,8 +249,7 @@ static void collectives(hcclGoComm_t comm, int me, int n, size_t count, const ch
  * as DIR/addr-TAG-RANK and everyone's read, then the init call. Sets
  * *t_addrs to when every address was known and *cpu_init to the CPU seconds
  * of the init call. */
-static void connect_comm(const char* tag, const char* options, hcclGoComm_t* comm, double* t_addrs,
-                         double* cpu_init) {
+static void connect_comm(const char* tag, const char* options, hcclGoComm_t* comm, double* t_addrs, double* cpu_init) {
   char** addrs = calloc(nranks, sizeof(char*));
   hcclGoListener_t l;
   char addr[256], path[512], tmp[512];
@@ -273,9 +272,9 @@ static void connect_comm(const char* tag, const char* options, hcclGoComm_t* com
   }
   *t_addrs = wall();
   double c0 = cpu();
-  check(hcclGoCommInitRank(comm, nranks, rank, l, (const char* const*)addrs, (const char* const*)hosts, "scale",
-                           options),
-        "init", 0);
+  check(
+      hcclGoCommInitRank(comm, nranks, rank, l, (const char* const*)addrs, (const char* const*)hosts, "scale", options),
+      "init", 0);
   *cpu_init = cpu() - c0;
   for (int i = 0; i < nranks; i++) free(addrs[i]);
   free(addrs);
@@ -320,8 +319,7 @@ static void run_op(hcclGoComm_t comm, int k, size_t nbytes, float* a, float* b) 
       check(hcclGoAllGather(a, b, block, hcclGoFloat32, comm, 0, NULL), "timed all_gather", comm);
       break;
     case 2:
-      check(hcclGoReduceScatter(a, b, block, hcclGoFloat32, hcclGoSum, 0, comm, 0, NULL), "timed reduce_scatter",
-            comm);
+      check(hcclGoReduceScatter(a, b, block, hcclGoFloat32, hcclGoSum, 0, comm, 0, NULL), "timed reduce_scatter", comm);
       break;
     default:
       check(hcclGoBroadcast(a, a, count, hcclGoFloat32, 0, comm, 0, NULL), "timed broadcast", comm);
@@ -480,8 +478,8 @@ int main(int argc, char** argv) {
   fprintf(f, ", ");
   usage_json(f, "end", end);
   const char* lazy = getenv("HCCL_GO_LAZY_LINKS");
-  fprintf(f, ", \"cpu_init_s\": %.6f, \"cores\": %ld, \"lazy_links\": \"%s\"", cpu_init,
-          sysconf(_SC_NPROCESSORS_ONLN), lazy && *lazy ? lazy : "auto");
+  fprintf(f, ", \"cpu_init_s\": %.6f, \"cores\": %ld, \"lazy_links\": \"%s\"", cpu_init, sysconf(_SC_NPROCESSORS_ONLN),
+          lazy && *lazy ? lazy : "auto");
   if (timing) fprintf(f, ", \"op_times\": [%s], \"infos\": {%s}", times, infos);
   fprintf(f, "}\n");
   fclose(f);
