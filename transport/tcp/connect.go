@@ -283,14 +283,19 @@ func (s *setup) dialLoop(ctx context.Context, abort context.CancelCauseFunc, add
 				s.setErr(peer, fmt.Errorf("handshake with rank %d at %s: %w", peer, addr, err))
 			}
 		}
-		t := time.NewTimer(backoff)
-		select {
-		case <-ctx.Done():
-		case <-t.C:
-		}
-		t.Stop()
-		backoff = min(2*backoff, maxDialBackoff)
+		backoff = waitBackoff(ctx, backoff)
 	}
+}
+
+// waitBackoff waits d or until ctx ends, and returns the next retry's wait.
+func waitBackoff(ctx context.Context, d time.Duration) time.Duration {
+	t := time.NewTimer(d)
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+	t.Stop()
+	return min(2*d, maxDialBackoff)
 }
 
 // tune sets the socket options every link uses.

@@ -174,13 +174,7 @@ func (z *lazyLinks) ring(ctx context.Context, abort context.CancelCauseFunc, pee
 			}
 			s.setErr(peer, fmt.Errorf("ring rank %d at %s: %w", peer, addr, err))
 		}
-		t := time.NewTimer(backoff)
-		select {
-		case <-ctx.Done():
-		case <-t.C:
-		}
-		t.Stop()
-		backoff = min(2*backoff, maxDialBackoff)
+		backoff = waitBackoff(ctx, backoff)
 	}
 }
 
