@@ -256,21 +256,28 @@ func (m *monitor) query() []*ctlMsg {
 
 // stragglers explains a collective's timeout from the peers' progress:
 // ", waiting for ranks [2]: rank 2 has not issued it (last issued seq 6);
-// ranks [1 3] are in it". Empty when there is no monitor or for p2p ops.
+// ranks [1 3] are in it". A peer that does not answer counts as one waited
+// for only when no answer explains the wait: on a loaded host a live peer
+// can miss ctlWait, and naming it beside the real straggler misleads.
+// Empty when there is no monitor or for p2p ops.
 func (c *Communicator) stragglers(op opDesc) string {
 	if c.mon == nil || op.Stream < 0 {
 		return ""
 	}
-	answers := c.mon.query()
+	return explainWait(c.rank, op, c.mon.query())
+}
+
+// explainWait words the peers' answers (nil: no answer) for rank's
+// timed-out op.
+func explainWait(rank int, op opDesc, answers []*ctlMsg) string {
 	var late, in, done, silent []int
 	var notes []string
 	for p, a := range answers {
 		switch {
-		case p == c.rank:
+		case p == rank:
 			continue
 		case a == nil:
 			silent = append(silent, p)
-			late = append(late, p)
 		case a.issued < op.Seq:
 			late = append(late, p)
 			notes = append(notes, fmt.Sprintf("rank %d has not issued it (last issued seq %d)", p, a.issued))
@@ -283,6 +290,9 @@ func (c *Communicator) stragglers(op opDesc) string {
 		default:
 			in = append(in, p)
 		}
+	}
+	if len(late) == 0 {
+		late = silent
 	}
 	msg := fmt.Sprintf(", waiting for ranks %v", late)
 	if len(late) == 0 {
