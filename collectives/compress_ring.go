@@ -40,6 +40,24 @@ func (l wireLayout) wire(wire []byte, b, k int) []byte {
 	return wire[lo : lo+wireBytes(n)]
 }
 
+// compressWindowBytes bounds how far, in wire bytes, a sender runs ahead
+// of its own receives (as ringWindow does for the uncompressed ring): what
+// the receiving peer may have to buffer. It is large enough that a link of
+// 1 Gbit/s stays busy through a 30 ms stall of the receiving goroutine
+// (decoding takes CPU; on a loaded host a goroutine waits for it), and at
+// least 4 chunks.
+const compressWindowBytes = 4 << 20
+
+// compressWindow is the send window in chunks of chunkBytes wire bytes.
+func compressWindow(chunkBytes int) int {
+	return max(4, compressWindowBytes/max(chunkBytes, 1))
+}
+
+// compressConcurrentBytes is the schedule size (bytes received) from which
+// the compressed ring's two queues run in their own goroutines: lower than
+// the exact pipeline's, as encoding and decoding give each chunk more work.
+const compressConcurrentBytes = 32 << 10
+
 // compressedRing is ringAllReduce (see allreduce_ring.go) with 16-bit wire
 // chunks. Rank r sends to r+1 and receives from r-1; blocks B[0..p-1]:
 //
@@ -50,6 +68,9 @@ func (l wireLayout) wire(wire []byte, b, k int) []byte {
 //	    Avg, encoded once more, and decoded back into recv by its owner.
 //	all-gather, step t = 0..p-2: send B[r+1-t]'s wire chunks as they are,
 //	    receive B[r-t]'s and decode them into recv.
+//
+// Sends encode their chunk just before they go (prepare), receives decode
+// and accumulate theirs once landed (then).
 //
 // The wire buffer (half recv's size) holds every chunk that is forwarded
 // as received, so no bit changes on its way around the ring. Each rank sends
@@ -62,7 +83,7 @@ func compressedRing(ctx context.Context, ep transport.Endpoint, tag transport.Ta
 	sendScratch, recvScratch := make([]byte, largest), make([]byte, largest)
 	right, left := mod(r+1, p), mod(r-1, p)
 
-	pl := &actionPipeline{ep: ep, tag: tag, name: "compressed ring", window: compressWindow(wireBytes(chunkElems))}
+	pl := &pipeline{ep: ep, tag: tag, name: "compressed ring", window: compressWindow(wireBytes(chunkElems)), concurrentBytes: compressConcurrentBytes}
 	steps := 2 * (p - 1)
 	firstRecv := make([]int, steps)   // index of the first receive of step g
 	sendsBefore := make([]int, steps) // sends issued before step g
@@ -77,30 +98,30 @@ func compressedRing(ctx context.Context, ep transport.Endpoint, tag transport.Ta
 		sendsBefore[g] = len(pl.sends)
 		for k := range l.chunks(sb) {
 			w := l.wire(wire, sb, k)
-			it := pipeItem{peer: right, step: g, buf: w}
+			it := sendItem{peer: right, step: g, buf: w}
 			if g == 0 {
 				in := l.values(src, sb, k)
-				it.action = func() { codec.encode(w, in, sendScratch) }
+				it.prepare = func() { codec.encode(w, in, sendScratch) }
 			} else {
 				it.after = firstRecv[g-1] + k + 1 // forwards that receive's chunk
 			}
-			pl.addSend(it)
+			pl.addSendItem(it)
 		}
 
 		firstRecv[g] = len(pl.recvs)
 		for k := range l.chunks(rb) {
 			w, acc := l.wire(wire, rb, k), l.values(dst, rb, k)
-			it := pipeItem{peer: left, step: g, buf: w}
+			it := recvItem{peer: left, step: g, buf: w}
 			switch {
 			case reduceScatter && g < p-2:
 				in := l.values(src, rb, k)
-				it.action = func() {
+				it.then = func() {
 					codec.decodeAdd(acc, in, w, recvScratch)
 					codec.encode(w, acc, recvScratch)
 				}
 			case reduceScatter:
 				in := l.values(src, rb, k)
-				it.action = func() {
+				it.then = func() {
 					codec.decodeAdd(acc, in, w, recvScratch)
 					if divide {
 						reduce.DivideBy(reduce.Float32, acc, p)
@@ -111,7 +132,7 @@ func compressedRing(ctx context.Context, ep transport.Endpoint, tag transport.Ta
 			default:
 				// B[r-t]'s wire chunks were read by the sends of step t.
 				it.after = sendsBefore[t] + l.chunks(rb)
-				it.action = func() { codec.decode(acc, w) }
+				it.then = func() { codec.decode(acc, w) }
 			}
 			pl.addRecv(it)
 		}

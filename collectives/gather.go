@@ -24,21 +24,7 @@ func Gather(ctx context.Context, ep transport.Endpoint, tag transport.Tag, send,
 
 func gather(ctx context.Context, ep transport.Endpoint, tag transport.Tag, send, recv []byte, root int, o Options) error {
 	p, r, n := ep.Size(), ep.Rank(), len(send)
-	if err := checkOptions(o, Direct); err != nil {
-		return err
-	}
-	if err := args.CheckRoot(root, p); err != nil {
-		return err
-	}
-	if r == root {
-		if err := args.CheckLen("recv", recv, p*n); err != nil {
-			return err
-		}
-		if err := args.CheckAliasAt(send, recv, recv[r*n:(r+1)*n]); err != nil {
-			return err
-		}
-	}
-	if err := ctx.Err(); err != nil {
+	if err := checkRooted(ctx, o, root, p, r, "recv", recv, send); err != nil {
 		return err
 	}
 	if r != root {
@@ -74,21 +60,7 @@ func Scatter(ctx context.Context, ep transport.Endpoint, tag transport.Tag, send
 
 func scatter(ctx context.Context, ep transport.Endpoint, tag transport.Tag, send, recv []byte, root int, o Options) error {
 	p, r, n := ep.Size(), ep.Rank(), len(recv)
-	if err := checkOptions(o, Direct); err != nil {
-		return err
-	}
-	if err := args.CheckRoot(root, p); err != nil {
-		return err
-	}
-	if r == root {
-		if err := args.CheckLen("send", send, p*n); err != nil {
-			return err
-		}
-		if err := args.CheckAliasAt(recv, send, send[r*n:(r+1)*n]); err != nil {
-			return err
-		}
-	}
-	if err := ctx.Err(); err != nil {
+	if err := checkRooted(ctx, o, root, p, r, "send", send, recv); err != nil {
 		return err
 	}
 	if r != root {
@@ -107,4 +79,26 @@ func scatter(ctx context.Context, ep transport.Endpoint, tag transport.Tag, send
 	}
 	args.CopyUnlessSame(recv, send[r*n:(r+1)*n])
 	return nil
+}
+
+// checkRooted validates a Direct rooted collective: the options, the root
+// and, on root, whole (named name) holding p blocks of len(own), own
+// aliasing whole only as root's own block.
+func checkRooted(ctx context.Context, o Options, root, p, r int, name string, whole, own []byte) error {
+	if err := checkOptions(o, Direct); err != nil {
+		return err
+	}
+	if err := args.CheckRoot(root, p); err != nil {
+		return err
+	}
+	if r == root {
+		n := len(own)
+		if err := args.CheckLen(name, whole, p*n); err != nil {
+			return err
+		}
+		if err := args.CheckAliasAt(own, whole, whole[r*n:(r+1)*n]); err != nil {
+			return err
+		}
+	}
+	return ctx.Err()
 }

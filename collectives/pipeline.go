@@ -13,7 +13,10 @@ import (
 )
 
 // A pipeline is the schedule of one rank in a ring or chain algorithm: a
-// queue of sends and a queue of receives, each posted in order. Large
+// queue of sends and a queue of receives, each posted in order. An item
+// may carry work of its own (a send's prepare encodes its chunk, a
+// receive's then decodes and accumulates it: the compressed ring), run on
+// its queue's goroutine, so each side uses its own scratch memory. Large
 // schedules run the two queues in two goroutines, so that the send of one
 // chunk overlaps the receive and reduction of the next; small ones run in
 // the calling goroutine (a goroutine hand-off would cost more than it
@@ -51,12 +54,17 @@ type pipeline struct {
 	// around the ring each would be more than window sends ahead of its
 	// left neighbour, which is impossible.
 	window int
+
+	// concurrentBytes is the schedule size (bytes received) from which the
+	// two queues run in their own goroutines (0: pipelineMinBytes).
+	concurrentBytes int
 }
 
 type sendItem struct {
 	peer, step int
 	buf        []byte
-	after      int // receives that must have completed first
+	after      int    // receives that must have completed first
+	prepare    func() // when set, runs just before the send (it fills buf)
 }
 
 type recvItem struct {
@@ -69,6 +77,8 @@ type recvItem struct {
 	into, with []byte
 	withFirst  bool
 	divide     bool
+	// then, when set, runs once the message has landed (and been reduced).
+	then func()
 }
 
 // ringWindow is the send window of ring all_reduce and all_gather, in
@@ -82,8 +92,10 @@ const ringWindow = 4
 const pipelineMinBytes = 64 << 10
 
 func (pl *pipeline) addSend(peer, step int, buf []byte, after int) {
-	pl.sends = append(pl.sends, sendItem{peer: peer, step: step, buf: buf, after: after})
+	pl.addSendItem(sendItem{peer: peer, step: step, buf: buf, after: after})
 }
+
+func (pl *pipeline) addSendItem(it sendItem) { pl.sends = append(pl.sends, it) }
 
 // sendAfter is the number of receives that must have completed before
 // send i: its own dependency, and the window. The window never asks for
@@ -106,13 +118,20 @@ func (pl *pipeline) run(ctx context.Context) error {
 	for _, it := range pl.recvs {
 		bytes += len(it.buf)
 	}
-	if bytes < pipelineMinBytes || len(pl.sends) == 0 || len(pl.recvs) == 0 {
+	threshold := pl.concurrentBytes
+	if threshold == 0 {
+		threshold = pipelineMinBytes
+	}
+	if bytes < threshold || len(pl.sends) == 0 || len(pl.recvs) == 0 {
 		return pl.runSequential(ctx)
 	}
 	return pl.runConcurrent(ctx)
 }
 
 func (pl *pipeline) send(ctx context.Context, it *sendItem) error {
+	if it.prepare != nil {
+		it.prepare()
+	}
 	if err := pl.ep.Send(ctx, it.peer, pl.tag, it.buf); err != nil {
 		return fmt.Errorf("%s step %d: send to rank %d: %w", pl.name, it.step, it.peer, err)
 	}
@@ -132,6 +151,9 @@ func (pl *pipeline) recv(ctx context.Context, it *recvItem) error {
 		if it.divide {
 			reduce.DivideBy(pl.dt, it.into, pl.divisor)
 		}
+	}
+	if it.then != nil {
+		it.then()
 	}
 	return nil
 }

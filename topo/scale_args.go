@@ -1,8 +1,6 @@
 package topo
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -39,33 +37,19 @@ func newScaleFlagSet(f *scaleFlags) *flag.FlagSet {
 }
 
 // ScaleUsage describes the scale model's flags.
-func ScaleUsage() string {
-	var b bytes.Buffer
-	fs := newScaleFlagSet(new(scaleFlags))
-	fs.SetOutput(&b)
-	fs.PrintDefaults()
-	return b.String()
-}
+func ScaleUsage() string { return flagUsage(newScaleFlagSet(new(scaleFlags))) }
 
 // ParseScaleArgs parses the scale model's command line (without "scale").
 func ParseScaleArgs(args []string) (ScaleConfig, error) {
 	var f scaleFlags
-	fs := newScaleFlagSet(&f)
-	if err := fs.Parse(args); err != nil {
-		return ScaleConfig{}, fmt.Errorf("scale: %w", err)
-	}
-	if fs.NArg() > 0 {
-		return ScaleConfig{}, fmt.Errorf("scale: unexpected argument %q", fs.Arg(0))
+	if err := parseFlags("scale", newScaleFlagSet(&f), args); err != nil {
+		return ScaleConfig{}, err
 	}
 	c := DefaultScaleConfig(f.hosts, f.ranksPerHost)
 	c.StreamsPerPeer, c.Streams, c.Arenas, c.LazyLinks = f.streamsPerPeer, f.streams, f.shm, f.lazyLinks
 	c.FDLimit, c.Somaxconn = f.fdLimit, f.somaxconn
-	var errs []error
-	parse := func(name string, err error) {
-		if err != nil {
-			errs = append(errs, fmt.Errorf("--%s: %w", name, err))
-		}
-	}
+	var errs flagErrors
+	parse := errs.add
 	var err error
 	c.InterLatency, err = ParseLatency(f.interLat)
 	parse("inter-lat", err)
@@ -86,8 +70,8 @@ func ParseScaleArgs(args []string) (ScaleConfig, error) {
 		parse("store-rate", err)
 		c.StoreRate = rate
 	}
-	if len(errs) > 0 {
-		return ScaleConfig{}, fmt.Errorf("scale: %w", errors.Join(errs...))
+	if err := errs.err("scale"); err != nil {
+		return ScaleConfig{}, err
 	}
 	if err := c.validate(); err != nil {
 		return ScaleConfig{}, fmt.Errorf("scale: %w", err)
@@ -99,24 +83,18 @@ func ParseScaleArgs(args []string) (ScaleConfig, error) {
 // object of flag names (with - or _) to values, as SimulateJSON's; the
 // answer is ScaleResult as JSON plus "table", the text the command prints.
 func ScaleJSON(argsJSON string) (string, error) {
-	args, err := jsonArgs(argsJSON)
-	if err != nil {
-		return "", fmt.Errorf("scale: %w", err)
-	}
-	cfg, err := ParseScaleArgs(args)
-	if err != nil {
-		return "", err
-	}
-	res, err := ScaleModel(cfg)
-	if err != nil {
-		return "", err
-	}
-	out, err := json.Marshal(struct {
-		ScaleResult
-		Table string `json:"table"`
-	}{res, res.Table()})
-	if err != nil {
-		return "", fmt.Errorf("scale: %w", err)
-	}
-	return string(out), nil
+	return answerJSON("scale", argsJSON, func(args []string) (any, error) {
+		cfg, err := ParseScaleArgs(args)
+		if err != nil {
+			return nil, err
+		}
+		res, err := ScaleModel(cfg)
+		if err != nil {
+			return nil, err
+		}
+		return struct {
+			ScaleResult
+			Table string `json:"table"`
+		}{res, res.Table()}, nil
+	})
 }

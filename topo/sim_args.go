@@ -1,7 +1,6 @@
 package topo
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -43,24 +42,14 @@ func newSimFlagSet(f *simFlags) *flag.FlagSet {
 }
 
 // SimUsage describes the simulator's flags.
-func SimUsage() string {
-	var b bytes.Buffer
-	fs := newSimFlagSet(new(simFlags))
-	fs.SetOutput(&b)
-	fs.PrintDefaults()
-	return b.String()
-}
+func SimUsage() string { return flagUsage(newSimFlagSet(new(simFlags))) }
 
 // ParseSimArgs parses the simulator's command line (without the
 // "simulate" word). -h yields an error wrapping flag.ErrHelp.
 func ParseSimArgs(args []string) (SimConfig, error) {
 	var f simFlags
-	fs := newSimFlagSet(&f)
-	if err := fs.Parse(args); err != nil {
-		return SimConfig{}, fmt.Errorf("simulate: %w", err)
-	}
-	if fs.NArg() > 0 {
-		return SimConfig{}, fmt.Errorf("simulate: unexpected argument %q", fs.Arg(0))
+	if err := parseFlags("simulate", newSimFlagSet(&f), args); err != nil {
+		return SimConfig{}, err
 	}
 	return f.config()
 }
@@ -68,12 +57,8 @@ func ParseSimArgs(args []string) (SimConfig, error) {
 func (f *simFlags) config() (SimConfig, error) {
 	cfg := SimConfig{Op: f.op, TopoFile: f.topoFile}
 	cfg.Cluster.Hosts, cfg.Cluster.RanksPerHost = f.hosts, f.ranksPerHost
-	var errs []error
-	parse := func(name string, err error) {
-		if err != nil {
-			errs = append(errs, fmt.Errorf("--%s: %w", name, err))
-		}
-	}
+	var errs flagErrors
+	parse := errs.add
 	var err error
 	cfg.Bytes, err = ParseBytes(f.size)
 	parse("size", err)
@@ -112,8 +97,8 @@ func (f *simFlags) config() (SimConfig, error) {
 	}
 	cfg.Params.CodecBandwidth, err = optionalBandwidth(f.codecBW)
 	parse("codec-bw", err)
-	if len(errs) > 0 {
-		return SimConfig{}, fmt.Errorf("simulate: %w", errors.Join(errs...))
+	if err := errs.err("simulate"); err != nil {
+		return SimConfig{}, err
 	}
 	return cfg, nil
 }
@@ -133,27 +118,21 @@ func optionalBandwidth(s string) (float64, error) {
 // is SimResult as JSON, plus "table": the text the command prints, and
 // "elapsed_s".
 func SimulateJSON(argsJSON string) (string, error) {
-	args, err := jsonArgs(argsJSON)
-	if err != nil {
-		return "", fmt.Errorf("simulate: %w", err)
-	}
-	cfg, err := ParseSimArgs(args)
-	if err != nil {
-		return "", err
-	}
-	res, err := Simulate(cfg)
-	if err != nil {
-		return "", err
-	}
-	out, err := json.Marshal(struct {
-		SimResult
-		Table    string  `json:"table"`
-		ElapsedS float64 `json:"elapsed_s"`
-	}{res, res.Table(), res.Elapsed.Seconds()})
-	if err != nil {
-		return "", fmt.Errorf("simulate: %w", err)
-	}
-	return string(out), nil
+	return answerJSON("simulate", argsJSON, func(args []string) (any, error) {
+		cfg, err := ParseSimArgs(args)
+		if err != nil {
+			return nil, err
+		}
+		res, err := Simulate(cfg)
+		if err != nil {
+			return nil, err
+		}
+		return struct {
+			SimResult
+			Table    string  `json:"table"`
+			ElapsedS float64 `json:"elapsed_s"`
+		}{res, res.Table(), res.Elapsed.Seconds()}, nil
+	})
 }
 
 // jsonArgs turns a JSON object of flag names (with - or _) to strings,
