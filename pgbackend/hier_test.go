@@ -154,56 +154,7 @@ func TestHierArenaCollectives(t *testing.T) {
 			}
 			cs := connectAll(t, hosts, cfg)
 			p := len(cs)
-			for _, tc := range []struct {
-				dt reduce.DType
-				op reduce.Op
-			}{{reduce.Float32, reduce.Sum}, {reduce.BFloat16, reduce.Avg}, {reduce.Float64, reduce.PreMulSum}, {reduce.Int32, reduce.Prod}, {reduce.Uint8, reduce.Max}, {reduce.Bool, reduce.Bor}} {
-				for _, n := range []int{0, 1, 7, 1001, 300007} {
-					stream := n % 2
-					inputs := make([][]byte, p)
-					for r := range p {
-						inputs[r] = smallInts(tc.dt, tc.op, n*p, r)
-					}
-					want := referenceReduce(tc.dt, tc.op, 0.5, inputs)
-					es := tc.dt.Size()
-					eachRank(cs, func(c *Communicator) {
-						r := c.Rank()
-						what := fmt.Sprintf("%s %s n=%d rank %d", tc.dt, tc.op, n, r)
-						ar := slices.Clone(inputs[r])
-						w, err := c.AllReduce(ar, ar, tc.dt, tc.op, 0.5, stream)
-						wait(t, w, err)
-						assert.Equal(t, want, ar, "allreduce %s", what)
-
-						rs := make([]byte, n*es)
-						w, err = c.ReduceScatter(inputs[r], rs, tc.dt, tc.op, 0.5, stream)
-						wait(t, w, err)
-						assert.Equal(t, want[r*n*es:(r+1)*n*es], rs, "reducescatter %s", what)
-
-						root := n % p
-						var red []byte
-						if r == root {
-							red = make([]byte, len(inputs[r]))
-						}
-						w, err = c.Reduce(inputs[r], red, tc.dt, tc.op, 0.5, root, stream)
-						wait(t, w, err)
-						if r == root {
-							assert.Equal(t, want, red, "reduce %s", what)
-						}
-
-						ag := make([]byte, p*n*es)
-						w, err = c.AllGather(inputs[r][:n*es], ag, stream)
-						wait(t, w, err)
-						for j := range p {
-							assert.Equal(t, inputs[j][:n*es], ag[j*n*es:(j+1)*n*es], "allgather block %d %s", j, what)
-						}
-
-						bc := make([]byte, len(inputs[r]))
-						w, err = c.Broadcast(inputs[r], bc, p-1-root, stream)
-						wait(t, w, err)
-						assert.Equal(t, inputs[p-1-root], bc, "broadcast %s", what)
-					})
-				}
-			}
+			checkRootedAndRing(t, cs, []dtOp{{reduce.Float32, reduce.Sum}, {reduce.BFloat16, reduce.Avg}, {reduce.Float64, reduce.PreMulSum}, {reduce.Int32, reduce.Prod}, {reduce.Uint8, reduce.Max}, {reduce.Bool, reduce.Bor}}, []int{0, 1, 7, 1001, 300007}, "")
 
 			// Random floats round differently in different orders: the
 			// ranks still agree bit for bit.
@@ -222,6 +173,76 @@ func TestHierArenaCollectives(t *testing.T) {
 				assert.True(t, slices.Equal(outs[0], outs[r]), "rank %d's sum differs from rank 0's", r)
 			}
 		})
+	}
+}
+
+type dtOp struct {
+	dt reduce.DType
+	op reduce.Op
+}
+
+// checkRootedAndRing runs all_reduce, reduce_scatter, reduce, all_gather and
+// broadcast of n*p small integers (every order of reduction gives the same
+// bits) for each case and n on every rank of cs, against referenceReduce.
+// route, when set, is the route every all_reduce, reduce and broadcast must
+// have taken. Stream and root vary with n.
+func checkRootedAndRing(t *testing.T, cs []*Communicator, cases []dtOp, sizes []int, route string) {
+	t.Helper()
+	p := len(cs)
+	for _, tc := range cases {
+		for _, n := range sizes {
+			stream := n % 2
+			inputs := make([][]byte, p)
+			for r := range p {
+				inputs[r] = smallInts(tc.dt, tc.op, n*p, r)
+			}
+			want := referenceReduce(tc.dt, tc.op, 0.5, inputs)
+			es := tc.dt.Size()
+			routed := func(c *Communicator, op, what string) {
+				if route != "" {
+					assert.Equal(t, route, lastRoute(t, c), "%s %s", op, what)
+				}
+			}
+			eachRank(cs, func(c *Communicator) {
+				r := c.Rank()
+				what := fmt.Sprintf("%s %s n=%d rank %d", tc.dt, tc.op, n, r)
+				ar := slices.Clone(inputs[r])
+				w, err := c.AllReduce(ar, ar, tc.dt, tc.op, 0.5, stream)
+				wait(t, w, err)
+				assert.Equal(t, want, ar, "allreduce %s", what)
+				routed(c, "allreduce", what)
+
+				rs := make([]byte, n*es)
+				w, err = c.ReduceScatter(inputs[r], rs, tc.dt, tc.op, 0.5, stream)
+				wait(t, w, err)
+				assert.Equal(t, want[r*n*es:(r+1)*n*es], rs, "reducescatter %s", what)
+
+				root := n % p
+				var red []byte
+				if r == root {
+					red = make([]byte, len(inputs[r]))
+				}
+				w, err = c.Reduce(inputs[r], red, tc.dt, tc.op, 0.5, root, stream)
+				wait(t, w, err)
+				if r == root {
+					assert.Equal(t, want, red, "reduce %s", what)
+				}
+				routed(c, "reduce", what)
+
+				ag := make([]byte, p*n*es)
+				w, err = c.AllGather(inputs[r][:n*es], ag, stream)
+				wait(t, w, err)
+				for j := range p {
+					assert.Equal(t, inputs[j][:n*es], ag[j*n*es:(j+1)*n*es], "allgather block %d %s", j, what)
+				}
+
+				bc := make([]byte, len(inputs[r]))
+				w, err = c.Broadcast(inputs[r], bc, p-1-root, stream)
+				wait(t, w, err)
+				assert.Equal(t, inputs[p-1-root], bc, "broadcast %s", what)
+				routed(c, "broadcast", what)
+			})
+		}
 	}
 }
 

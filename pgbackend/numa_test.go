@@ -16,7 +16,6 @@ import (
 
 	"github.com/hccl-go/hccl-go/collectives"
 	"github.com/hccl-go/hccl-go/collectives/reduce"
-	"github.com/hccl-go/hccl-go/streams"
 	"github.com/hccl-go/hccl-go/topo"
 )
 
@@ -164,59 +163,7 @@ func TestNUMALevelCollectives(t *testing.T) {
 			for _, c := range cs {
 				require.True(t, c.numa.on(StreamDefault), "rank %d", c.Rank())
 			}
-			for _, tc := range []struct {
-				dt reduce.DType
-				op reduce.Op
-			}{{reduce.Float32, reduce.Sum}, {reduce.BFloat16, reduce.Avg}, {reduce.Float64, reduce.PreMulSum}, {reduce.Int32, reduce.Prod}, {reduce.Uint8, reduce.Max}} {
-				for _, n := range []int{0, 1, 7, 1001, 30011} {
-					stream := n % 2
-					inputs := make([][]byte, p)
-					for r := range p {
-						inputs[r] = smallInts(tc.dt, tc.op, n*p, r)
-					}
-					want := referenceReduce(tc.dt, tc.op, 0.5, inputs)
-					es := tc.dt.Size()
-					eachRank(cs, func(c *Communicator) {
-						r := c.Rank()
-						what := fmt.Sprintf("%s %s n=%d rank %d", tc.dt, tc.op, n, r)
-						ar := slices.Clone(inputs[r])
-						w, err := c.AllReduce(ar, ar, tc.dt, tc.op, 0.5, stream)
-						wait(t, w, err)
-						assert.Equal(t, want, ar, "allreduce %s", what)
-						assert.Equal(t, "numa+arena", lastRoute(t, c), "allreduce %s", what)
-
-						rs := make([]byte, n*es)
-						w, err = c.ReduceScatter(inputs[r], rs, tc.dt, tc.op, 0.5, stream)
-						wait(t, w, err)
-						assert.Equal(t, want[r*n*es:(r+1)*n*es], rs, "reducescatter %s", what)
-
-						root := n % p
-						var red []byte
-						if r == root {
-							red = make([]byte, len(inputs[r]))
-						}
-						w, err = c.Reduce(inputs[r], red, tc.dt, tc.op, 0.5, root, stream)
-						wait(t, w, err)
-						if r == root {
-							assert.Equal(t, want, red, "reduce %s", what)
-						}
-						assert.Equal(t, "numa+arena", lastRoute(t, c), "reduce %s", what)
-
-						ag := make([]byte, p*n*es)
-						w, err = c.AllGather(inputs[r][:n*es], ag, stream)
-						wait(t, w, err)
-						for j := range p {
-							assert.Equal(t, inputs[j][:n*es], ag[j*n*es:(j+1)*n*es], "allgather block %d %s", j, what)
-						}
-
-						bc := make([]byte, len(inputs[r]))
-						w, err = c.Broadcast(inputs[r], bc, p-1-root, stream)
-						wait(t, w, err)
-						assert.Equal(t, inputs[p-1-root], bc, "broadcast %s", what)
-						assert.Equal(t, "numa+arena", lastRoute(t, c), "broadcast %s", what)
-					})
-				}
-			}
+			checkRootedAndRing(t, cs, []dtOp{{reduce.Float32, reduce.Sum}, {reduce.BFloat16, reduce.Avg}, {reduce.Float64, reduce.PreMulSum}, {reduce.Int32, reduce.Prod}, {reduce.Uint8, reduce.Max}}, []int{0, 1, 7, 1001, 30011}, "numa+arena")
 
 			// Across hosts, where the exchange dominates, large ops run in
 			// rounds (collectives/hier/rounds.go) on the NUMA level too.
@@ -373,33 +320,5 @@ func TestNUMALevelPeerLoss(t *testing.T) {
 		assert.NotContains(t, e.Name(), cs[0].shmJob+"-numa", "a NUMA group's segment left in /dev/shm")
 	}
 
-	var pending [3][]*streams.Work
-	for r := range 3 {
-		for _, s := range []int{StreamDefault, StreamHighPriority} {
-			buf := f32s(1, 1000)
-			w, err := cs[r].AllReduce(buf, buf, reduce.Float32, reduce.Sum, 0, s)
-			require.NoError(t, err)
-			pending[r] = append(pending[r], w)
-		}
-	}
-	require.Eventually(t, func() bool {
-		for r := range pending {
-			for _, w := range pending[r] {
-				if started, _ := w.Times(); started.IsZero() {
-					return false
-				}
-			}
-		}
-		return true
-	}, 5*time.Second, time.Millisecond, "the ops never started")
-	start := time.Now()
-	cs[3].Abort() // as a crash would
-	for r := range 3 {
-		for i, err := range waitAll(pending[r], 5*time.Second) {
-			require.Error(t, err, "rank %d op %d", r, i)
-			assert.ErrorContains(t, err, "peer rank 3", "rank %d", r)
-			assert.Equal(t, ClassRemote, Classify(err), "rank %d: %v", r, err)
-		}
-	}
-	assert.Less(t, time.Since(start), 2*time.Second, "survivors must fail fast")
+	abortLastRankMidOp(t, cs, 1000)
 }

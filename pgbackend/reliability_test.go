@@ -3,6 +3,7 @@ package pgbackend
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -67,44 +68,57 @@ func waitAll(ws []*streams.Work, limit time.Duration) []error {
 
 // A rank that leaves without destroying its communicator (as a killed
 // process does: its sockets close, no goodbye from its monitor) fails every
+// abortLastRankMidOp starts an all_reduce of elems float32 on both streams
+// of every rank but the last, aborts the last once they all run (its links
+// close abruptly, as a crash would), and returns each survivor's errors,
+// having checked that every op failed fast naming the lost peer.
+func abortLastRankMidOp(t *testing.T, cs []*Communicator, elems int) [][]error {
+	t.Helper()
+	last := len(cs) - 1
+	pending := make([][]*streams.Work, last)
+	for r := range last {
+		for _, s := range []int{StreamDefault, StreamHighPriority} {
+			buf := f32s(1, elems)
+			w, err := cs[r].AllReduce(buf, buf, reduce.Float32, reduce.Sum, 0, s)
+			require.NoError(t, err)
+			pending[r] = append(pending[r], w)
+		}
+	}
+	require.Eventually(t, func() bool {
+		for r := range pending {
+			for _, w := range pending[r] {
+				if started, _ := w.Times(); started.IsZero() {
+					return false
+				}
+			}
+		}
+		return true
+	}, 5*time.Second, time.Millisecond, "the ops never started")
+	start := time.Now()
+	cs[last].Abort()
+	out := make([][]error, last)
+	for r := range last {
+		out[r] = waitAll(pending[r], 5*time.Second)
+		for i, err := range out[r] {
+			require.Error(t, err, "rank %d op %d", r, i)
+			assert.ErrorContains(t, err, fmt.Sprintf("peer rank %d", last), "rank %d", r)
+			assert.Equal(t, ClassRemote, Classify(err), "rank %d: %v", r, err)
+		}
+	}
+	assert.Less(t, time.Since(start), 2*time.Second, "survivors must fail fast")
+	return out
+}
+
 // pending and later op of every other rank at once, naming it.
 func TestPeerLossFailsEveryOp(t *testing.T) {
 	for _, route := range reliabilityRoutes {
 		t.Run(route.name, func(t *testing.T) {
 			cs := connectAll(t, route.hosts, routeConfig(t, 20*time.Second, route))
-			// Ranks 0-2 wait in collectives on both streams that rank 3
-			// never joins.
-			var pending [3][]*streams.Work
-			for r := 0; r < 3; r++ {
-				for _, s := range []int{StreamDefault, StreamHighPriority} {
-					buf := f32(1, 2, 3, 4)
-					w, err := cs[r].AllReduce(buf, buf, reduce.Float32, reduce.Sum, 0, s)
-					require.NoError(t, err)
-					pending[r] = append(pending[r], w)
+			for r, errs := range abortLastRankMidOp(t, cs, 4) {
+				for i, err := range errs {
+					assert.ErrorContains(t, err, "allreduce seq", "rank %d op %d", r, i)
 				}
 			}
-			// Every op is running (waiting for rank 3) before rank 3 goes.
-			require.Eventually(t, func() bool {
-				for r := range pending {
-					for _, w := range pending[r] {
-						if started, _ := w.Times(); started.IsZero() {
-							return false
-						}
-					}
-				}
-				return true
-			}, 5*time.Second, time.Millisecond, "the ops never started")
-			start := time.Now()
-			cs[3].Abort() // closes its links abruptly, as a crash would
-			for r := 0; r < 3; r++ {
-				for i, err := range waitAll(pending[r], 5*time.Second) {
-					require.Error(t, err, "rank %d op %d", r, i)
-					assert.ErrorContains(t, err, "peer rank 3", "rank %d", r)
-					assert.ErrorContains(t, err, "allreduce seq", "rank %d", r)
-					assert.Equal(t, ClassRemote, Classify(err), "rank %d: %v", r, err)
-				}
-			}
-			assert.Less(t, time.Since(start), 2*time.Second, "survivors must fail fast")
 			// Later ops fail before they start, naming the lost peer too.
 			w, err := cs[0].Barrier(StreamDefault)
 			require.NoError(t, err)
