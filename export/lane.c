@@ -289,6 +289,10 @@ static int hg_lane_run(struct hg_lane* l, const void* send, void* recv, size_t c
   size_t es = hg_dtype_size[dt];
   if (count > l->streams[stream].limit / es) return 0;
   size_t n = count * es;
+  const struct hg_lane_stream* st = &l->streams[stream];
+  if (st->sc_state != NULL && n >= st->sc_min && n <= st->sc_max &&
+      __atomic_load_n(st->sc_state, __ATOMIC_ACQUIRE) != st->sc_off)
+    return 0;
   if (n > 0) {
     if (send == NULL || recv == NULL) return 0;
     const char *s0 = send, *r0 = recv;

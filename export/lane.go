@@ -82,6 +82,10 @@ func registerLane(h uint64, e *commEntry) {
 			continue // no arena on this stream: Go's path
 		}
 		s.on, s.limit = 1, C.size_t(st.Limit)
+		if st.SingleCopyState != nil {
+			s.sc_state = (*C.int32_t)(pinned(&reg.pin, unsafe.Pointer(st.SingleCopyState)))
+			s.sc_off, s.sc_min, s.sc_max = C.int32_t(st.SingleCopyOff), C.size_t(st.SingleCopyMin), C.size_t(st.SingleCopyMax)
+		}
 		s.epoch = (*C.uint64_t)(pinned(&reg.pin, unsafe.Pointer(a.Epoch)))
 		s.closed = (*C.uint32_t)(pinned(&reg.pin, unsafe.Pointer(a.Closed)))
 		s.colocated = (*C.int32_t)(pinned(&reg.pin, unsafe.Pointer(a.Colocated)))

@@ -22,6 +22,12 @@
 struct hg_lane_stream {
   int on;  // the stream has an arena
   size_t limit;
+  // Payloads from sc_min to sc_max bytes go to Go while *sc_state (the
+  // single-copy agreement, collectives/intra/singlecopy.go) is not sc_off:
+  // there Go's all_reduce takes epochs of its own (NULL: never).
+  int32_t* sc_state;
+  int32_t sc_off;
+  size_t sc_min, sc_max;
   uint32_t* hold;
   uint64_t* epoch;
   uint32_t* closed;

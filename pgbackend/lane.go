@@ -14,7 +14,8 @@ import (
 
 // The fast lane. A blocking all_reduce that the arena runs in one epoch
 // (intra.LaneLimit: up to 256 KiB at 2 ranks, through the inline slots up to
-// 4 KiB, else the data halves), on a communicator whose ranks share this
+// 4 KiB, else the data halves; not in the single-copy range until the ranks
+// agreed against it, intra.LaneDeclines), on a communicator whose ranks share this
 // host, runs at once on the calling thread when its stream is idle: it
 // holds the stream (the scheduler starts nothing there meanwhile,
 // streams.Stream.TryHold), takes the next sequence number, records itself
@@ -72,7 +73,7 @@ func (c *Communicator) laneLimit(i int) int {
 	if a := c.arenas[i]; a == nil || a.Size() != c.size {
 		return -1
 	}
-	return intra.LaneLimit(c.arenas[i], c.singleCopy[i])
+	return intra.LaneLimit(c.arenas[i])
 }
 
 // laneArena returns the arena of stream and its lane limit when an
@@ -82,7 +83,7 @@ func (c *Communicator) laneArena(stream, n int) (*arena.Arena, int) {
 	if stream < 0 || stream >= len(c.streams) || !c.laneOn() || c.lane.off.Load() != 0 {
 		return nil, 0
 	}
-	if limit := c.laneLimit(stream); n <= limit {
+	if limit := c.laneLimit(stream); n <= limit && !intra.LaneDeclines(c.arenas[stream], c.singleCopy[stream], n) {
 		return c.arenas[stream], limit
 	}
 	return nil, 0
@@ -246,6 +247,12 @@ type LaneStream struct {
 	Hold  *atomic.Uint32 // streams.Stream.HoldWord
 	Arena arena.Raw
 	Limit int // the largest all_reduce in the lane, bytes (intra.LaneLimit; -1: none)
+	// The lane declines payloads from SingleCopyMin to SingleCopyMax bytes
+	// while *SingleCopyState is not SingleCopyOff (intra.LaneDeclines; nil:
+	// never).
+	SingleCopyState              *int32
+	SingleCopyMin, SingleCopyMax int
+	SingleCopyOff                int32
 }
 
 // FlightLayout gives the byte offsets of the flight recorder's words:
@@ -278,9 +285,10 @@ func (c *Communicator) Lane() (v LaneView, ok bool) {
 	d.DType, d.RedOp, d.Stream = -1, -1, -1 // their bytes are the C lane's to fill
 	v.Desc = f.names.pack(d)
 	for i, st := range c.streams {
-		ls := LaneStream{Hold: st.HoldWord(), Limit: c.laneLimit(i)}
+		ls := LaneStream{Hold: st.HoldWord(), Limit: c.laneLimit(i), SingleCopyOff: intra.SingleCopyOff}
 		if a := c.arenas[i]; a != nil {
 			ls.Arena = a.Raw()
+			ls.SingleCopyState, ls.SingleCopyMin, ls.SingleCopyMax = intra.SingleCopyWords(c.singleCopy[i], a.Size())
 		}
 		v.Streams = append(v.Streams, ls)
 	}

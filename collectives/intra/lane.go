@@ -2,6 +2,7 @@ package intra
 
 import (
 	"context"
+	"unsafe"
 
 	"github.com/hccl-go/hccl-go/collectives/internal/args"
 	"github.com/hccl-go/hccl-go/collectives/reduce"
@@ -20,22 +21,42 @@ import (
 // ranks that do not meet in the same epoch, with the same stamp, and reduce
 // in the same order.
 
-// LaneLimit is the largest all_reduce, in bytes, that AllReduceWith runs on
-// a (with sc, which every rank passes or none) in one stamped epoch: the
-// fast lane runs up to it (-1: none, with fewer than two local ranks).
-// Payloads up to a.InlineBytes() lie in the inline slots, larger ones in
-// the data halves.
-func LaneLimit(a *arena.Arena, sc *SingleCopy) int {
+// LaneLimit is the largest all_reduce, in bytes, that AllReduceWith can run
+// on a in one stamped epoch: the fast lane runs up to it (-1: none, with
+// fewer than two local ranks), except where LaneDeclines. Payloads up to
+// a.InlineBytes() lie in the inline slots, larger ones in the data halves.
+func LaneLimit(a *arena.Arena) int {
 	if a == nil || a.Size() < 2 {
 		return -1
 	}
 	t := defaultTuning()
-	limit := min(t.oneShotLimit(a.Size()), oneShotChunk(a, t))
-	if sc != nil && t.singleCopyMin > 0 {
-		limit = min(limit, t.singleCopyMin-1)
-	}
-	return max(limit, a.InlineBytes())
+	return max(min(t.oneShotLimit(a.Size()), oneShotChunk(a, t)), a.InlineBytes())
 }
+
+// LaneDeclines reports whether an all_reduce of n bytes (at most
+// LaneLimit) must not take the lane because AllReduceWith, with sc, would
+// run it otherwise: in the single-copy range until the ranks have agreed
+// against single-copy (the agreement, and single-copy itself, take epochs
+// of their own). The C lane makes the same test on SingleCopyWords.
+func LaneDeclines(a *arena.Arena, sc *SingleCopy, n int) bool {
+	return sc.usable(n, a.Size(), defaultTuning())
+}
+
+// SingleCopyWords is what the C lane needs for LaneDeclines' test: the
+// agreement's state word (SingleCopyOff once the ranks agreed against it),
+// and the smallest and largest payloads of the single-copy range among p
+// ranks (min 0: never; state nil: no single-copy state).
+func SingleCopyWords(sc *SingleCopy, p int) (state *int32, min, max int) {
+	t := defaultTuning()
+	if sc == nil || t.singleCopyMin == 0 {
+		return nil, 0, 0
+	}
+	return (*int32)(unsafe.Pointer(&sc.state)), t.singleCopyMin, t.singleCopyLimit(p)
+}
+
+// SingleCopyOff is the state word's value once the ranks agreed against
+// single-copy.
+const SingleCopyOff = scOff
 
 // oneShotChunk is the most bytes oneShotHalves moves per epoch.
 func oneShotChunk(a *arena.Arena, t tuning) int {
@@ -64,7 +85,7 @@ func CheckAllReduce(a *arena.Arena, send, recv []byte, dt reduce.DType, op reduc
 }
 
 // StartLaneAllReduce is the first half of a one-epoch all_reduce (at most
-// limit = LaneLimit(a, sc) bytes): it publishes send (scaled by preMul for
+// limit = LaneLimit(a) bytes, not declined): it publishes send (scaled by preMul for
 // PreMulSum) in this rank's buffer of the next epoch and posts it, and
 // returns that epoch for FinishLaneAllReduce. On error nothing was posted.
 func StartLaneAllReduce(a *arena.Arena, limit int, seq uint64, send, recv []byte, dt reduce.DType, op reduce.Op, preMul float64) (uint64, error) {

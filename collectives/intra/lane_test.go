@@ -14,7 +14,7 @@ import (
 
 // laneAllReduce runs an all_reduce through the two halves of the fast lane.
 func laneAllReduce(ctx context.Context, a *arena.Arena, seq uint64, send, recv []byte, dt reduce.DType, op reduce.Op, preMul float64) error {
-	e, err := StartLaneAllReduce(a, LaneLimit(a, nil), seq, send, recv, dt, op, preMul)
+	e, err := StartLaneAllReduce(a, LaneLimit(a), seq, send, recv, dt, op, preMul)
 	if err != nil {
 		return err
 	}
@@ -29,7 +29,7 @@ func TestLaneHalvesMatchAllReduce(t *testing.T) {
 		t.Run(fmt.Sprint("p", p), func(t *testing.T) {
 			cfg := testArenaConfig("")
 			w := newWorld(t, p, cfg)
-			inline, limit := w.arenas[0].InlineBytes(), LaneLimit(w.arenas[0], nil)
+			inline, limit := w.arenas[0].InlineBytes(), LaneLimit(w.arenas[0])
 			require.Greater(t, limit, inline)
 			for _, pair := range validPairs() {
 				dt, op := reduce.DType(pair[0]), reduce.Op(pair[1])
@@ -84,7 +84,7 @@ func TestLaneMismatchFailsEveryRankAndKeepsArena(t *testing.T) {
 func TestLaneFinishTimesOutAndNamesThePeer(t *testing.T) {
 	w := newWorld(t, 2, testArenaConfig(""))
 	buf := make([]byte, 8)
-	e, err := StartLaneAllReduce(w.arenas[0], LaneLimit(w.arenas[0], nil), 1, buf, buf, reduce.Float32, reduce.Sum, 0)
+	e, err := StartLaneAllReduce(w.arenas[0], LaneLimit(w.arenas[0]), 1, buf, buf, reduce.Float32, reduce.Sum, 0)
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
@@ -97,7 +97,7 @@ func TestLaneFinishTimesOutAndNamesThePeer(t *testing.T) {
 func TestLaneRefusesWhatTakesMoreThanOneEpoch(t *testing.T) {
 	w := newWorld(t, 2, testArenaConfig(""))
 	a := w.arenas[0]
-	limit := LaneLimit(a, nil)
+	limit := LaneLimit(a)
 	big := make([]byte, limit+4)
 	_, err := StartLaneAllReduce(a, limit, 1, big, big, reduce.Float32, reduce.Sum, 0)
 	require.ErrorIs(t, err, errInvalid())
@@ -106,13 +106,56 @@ func TestLaneRefusesWhatTakesMoreThanOneEpoch(t *testing.T) {
 	w.runOK(t, func(ctx context.Context, a *arena.Arena, _ int, seq uint64) error { return Barrier(ctx, a, seq) })
 }
 
-// The lane's limit is where AllReduceWith leaves one epoch: the single-copy
-// range with a SingleCopy state, else one-shot's limit within one chunk of
-// the data halves.
+// The lane's limit is where AllReduceWith leaves one epoch: one-shot's
+// limit within one chunk of the data halves.
 func TestLaneLimit(t *testing.T) {
 	w := newWorld(t, 2, arena.Config{})
 	a, tu := w.arenas[0], defaultTuning()
-	require.Equal(t, tu.singleCopyMin-1, LaneLimit(a, NewSingleCopy(true)))
-	require.Equal(t, min(tu.oneShotLimit(2), oneShotChunk(a, tu)), LaneLimit(a, nil))
-	require.Equal(t, -1, LaneLimit(nil, nil))
+	require.Equal(t, min(tu.oneShotLimit(2), oneShotChunk(a, tu)), LaneLimit(a))
+	require.Equal(t, -1, LaneLimit(nil))
+}
+
+// The lane declines the single-copy range while AllReduceWith would run
+// the agreement or single-copy there, and takes it once the ranks agreed
+// against single-copy: then a rank in the lane meets one that is not.
+func TestLaneDeclinesSingleCopyUntilAgreedOff(t *testing.T) {
+	w := newWorld(t, 2, arena.Config{})
+	tu := defaultTuning()
+	require.LessOrEqual(t, tu.singleCopyMin, LaneLimit(w.arenas[0]), "the test needs the ranges to overlap")
+	scs := []*SingleCopy{NewSingleCopy(false), NewSingleCopy(false)}
+	for _, tc := range []struct {
+		name string
+		sc   *SingleCopy
+		n    int
+		want bool
+	}{
+		{"no single-copy state", nil, tu.singleCopyMin, false},
+		{"below the range", scs[0], tu.singleCopyMin - 1, false},
+		{"undecided", scs[0], tu.singleCopyMin, true},
+		{"undecided, enabled", NewSingleCopy(true), tu.singleCopyMin, true},
+	} {
+		require.Equal(t, tc.want, LaneDeclines(w.arenas[0], tc.sc, tc.n), tc.name)
+	}
+	state, lo, hi := SingleCopyWords(scs[0], 2)
+	require.Equal(t, scUndecided, *state)
+	require.Equal(t, [2]int{tu.singleCopyMin, tu.singleCopyLimit(2)}, [2]int{lo, hi})
+
+	n := tu.singleCopyMin
+	inputs := [][]byte{input(reduce.Float32, reduce.Sum, n/4, 0, 7), input(reduce.Float32, reduce.Sum, n/4, 1, 7)}
+	want := refReduce(reduce.Float32, reduce.Sum, 0, inputs)
+	for round, lanes := range []uint{0b00, 0b01, 0b10} { // the first round agrees
+		outs := make([][]byte, 2)
+		w.runOK(t, func(ctx context.Context, a *arena.Arena, r int, seq uint64) error {
+			outs[r] = append([]byte(nil), inputs[r]...)
+			if lanes&(1<<r) != 0 {
+				require.False(t, LaneDeclines(a, scs[r], n), "round %d rank %d", round, r)
+				return laneAllReduce(ctx, a, seq, outs[r], outs[r], reduce.Float32, reduce.Sum, 0)
+			}
+			return AllReduceWith(ctx, a, scs[r], seq, outs[r], outs[r], reduce.Float32, reduce.Sum, 0)
+		})
+		for r := range 2 {
+			requireSameBytes(t, want, outs[r], "round %d rank %d", round, r)
+		}
+		require.Equal(t, SingleCopyOff, *state, "round %d", round)
+	}
 }

@@ -148,9 +148,10 @@ static void results(int rank, int nranks, hcclGoComm_t comm) {
   checkInfo(comm);
   long allreduces = 0;
   /* Sizes in an inline slot, in a data half, and either side of the lane's
-   * limit at the default settings (it stops where the single-copy range would
-   * start, 256 KiB, whether single-copy is on or not). */
-  enum { SLOT = 4096, LIMIT = (256 << 10) - 1 };
+   * limit at the default settings (one-shot's 256 KiB; from 256 KiB on only
+   * once the ranks agreed against single-copy, which the first such op does
+   * in Go). */
+  enum { SLOT = 4096, LIMIT = 256 << 10 };
   unsigned char *in = malloc(LIMIT + 64), *lane = malloc(LIMIT + 64), *queued = malloc(LIMIT + 64);
   for (int dt = 0; dt < NDTYPES; dt++) {
     for (int op = 0; op < NOPS; op++) {
