@@ -17,6 +17,10 @@ import (
 // so that a flood of strangers cannot exhaust goroutines or sockets.
 const maxPendingHandshakes = 64
 
+// pendingGrace is how long handshakes still running when Connect's setup
+// ends may take to finish (endPending).
+const pendingGrace = time.Second
+
 // Dial retry backoff: a peer's listener may not be accepting yet.
 const (
 	minDialBackoff = 10 * time.Millisecond
@@ -95,11 +99,11 @@ func Connect(ctx context.Context, l *Listener, rank int, peerAddrs []string, cfg
 	case <-s.complete:
 	case <-ctx.Done():
 	}
-	// Stop accepting and dialing, drop strangers still handshaking, and wait
-	// for every setup goroutine before deciding.
+	// Stop accepting and dialing, give strangers still handshaking a moment
+	// to be refused, and wait for every setup goroutine before deciding.
 	_ = l.Close()
 	cancel(nil)
-	s.closePending()
+	s.endPending(pendingGrace)
 	wg.Wait()
 
 	if missing := s.missing(); len(missing) > 0 {
@@ -150,6 +154,7 @@ type setup struct {
 	errs     []error          // last dial error per peer
 	reach    []reach          // per peer: does its advertised address take connections
 	pending  map[net.Conn]struct{}
+	ending   time.Time // once Connect's setup has ended: the pending handshakes' bound
 	// badSecret is, per peer, the address of a connection that claimed to
 	// be it and did not prove the secret ("" if none): the likeliest cause
 	// when that peer then never links.
@@ -196,6 +201,11 @@ func (s *setup) handshakeDeadline() time.Time {
 	d := time.Now().Add(s.cfg.HandshakeTimeout)
 	if !s.deadline.IsZero() && d.After(s.deadline) {
 		d = s.deadline
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.ending.IsZero() && d.After(s.ending) {
+		d = s.ending
 	}
 	return d
 }
@@ -325,7 +335,21 @@ func (s *setup) dropPending(c net.Conn) {
 	delete(s.pending, c)
 }
 
-// closePending cuts handshakes still running when the setup ends.
+// endPending bounds the handshakes still running when Connect's setup ends
+// by grace: one whose hello is already queued (a stranger that sent it with
+// its connection) still gets its refusal rather than a reset, and one that
+// stalls is cut when grace runs out. Handshakes accepted later get the same
+// bound (handshakeDeadline).
+func (s *setup) endPending(grace time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.ending = time.Now().Add(grace)
+	for c := range s.pending {
+		_ = c.SetDeadline(s.ending)
+	}
+}
+
+// closePending cuts handshakes still running when lazy links stop.
 func (s *setup) closePending() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
