@@ -107,7 +107,7 @@ func (c *Communicator) AllGatherCall(send, recv []byte, stream int) (Call, error
 	o := c.pick(stream, topo.OpAllGather, len(recv), c.options("allgather", 0), movementAlgos)
 	return Call{stream, movement("allgather", len(recv), -1).algo(o), func(ctx context.Context, tag transport.Tag) error {
 		if a := c.arenaFor(stream, o); a != nil {
-			return intra.AllGather(ctx, a, uint64(tag), send, recv)
+			return intra.AllGatherWith(ctx, a, c.singleCopy[stream], uint64(tag), send, recv)
 		}
 		return c.allGather(ctx, stream, tag, send, recv, o)
 	}}, nil

@@ -45,6 +45,16 @@ type tuning struct {
 	// singleCopySlice: bytes of each rank's slice per round of the
 	// single-copy protocol (the scratch buffers are that large).
 	singleCopySlice int
+	// singleCopyGatherMin, singleCopyGatherMax: all_gathers of min to max
+	// bytes of recv read the peers' blocks in place where the ranks agreed
+	// on single-copy (min 0: never). Through torch at world 2 on the 2-core
+	// VM, staged against single-copy, two jobs each: 1 MiB 49-59 against
+	// 84-91 µs, 4 MiB 496-565 against 320-372, 8 MiB 954-1008 against
+	// 598-752, 32 MiB 2.5-4.3 against 3.5-4.7 ms, 128 MiB 10-17 against
+	// 19-21 ms (bench/results/2026-12-07/singlecopy-gather): below, the
+	// staged copies stay in cache; above, the kernel's whole-block copies
+	// do not.
+	singleCopyGatherMin, singleCopyGatherMax int
 }
 
 func defaultTuning() tuning {
@@ -58,6 +68,9 @@ func defaultTuning() tuning {
 		singleCopyMin:   256 << 10,
 		singleCopyMax:   1 << 20,
 		singleCopySlice: 256 << 10,
+
+		singleCopyGatherMin: 4 << 20,
+		singleCopyGatherMax: 16 << 20,
 	}
 }
 
