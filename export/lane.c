@@ -26,6 +26,7 @@
 
 #include "_cgo_export.h"
 #include "kernels.h"
+#include "kernels_dup.h"
 
 // ---- the table of lanes ---------------------------------------------------
 
@@ -138,6 +139,8 @@ static void hg_put_le64(unsigned char* b, uint64_t v) {
 
 #define HG_WORD(base, off) ((uint64_t*)((base) + (off)))
 
+#define HG_STAMP_BYTES 24  // an arena stamp: op, sequence number, bytes
+
 // ---- arguments ------------------------------------------------------------
 
 static const size_t hg_dtype_size[] = {
@@ -232,17 +235,19 @@ static void hg_lane_note_place(const struct hg_lane* l, const struct hg_lane_str
   goLanePlace(l->comm, stream, j, e);
 }
 
-// hg_lane_wait waits until every peer's inline flag of parity par reaches
-// epoch e, as arena.wait does before it sleeps: per peer, it spins for the
-// spin budget, notes where it runs (hg_lane_note_place), then yields the
-// processor between polls until the yield budget has passed too. 0 when a
-// peer did not arrive by then, or the arena closed or the communicator
-// failed meanwhile: Go's wait takes over (deadline, liveness of the peer,
-// sleep).
-static int hg_lane_wait(const struct hg_lane* l, const struct hg_lane_stream* s, int stream, uint64_t e, int par) {
+// hg_lane_wait waits until every peer's word (words[j]: the inline flags
+// of the epoch's parity for an op's first epoch, the posted words after
+// it) reaches epoch e, as arena.wait does before it sleeps: per peer, it
+// spins for the spin budget, notes where it runs (hg_lane_note_place),
+// then yields the processor between polls until the yield budget has
+// passed too. 0 when a peer did not arrive by then, or the arena closed or
+// the communicator failed meanwhile: Go's wait takes over (deadline,
+// liveness of the peer, sleep).
+static int hg_lane_wait(const struct hg_lane* l, const struct hg_lane_stream* s, int stream, uint64_t e,
+                        uint64_t* const* words) {
   for (int j = 0; j < l->size; j++) {
     if (j == l->index) continue;
-    const uint64_t* f = s->flags[par][j];
+    const uint64_t* f = words[j];
     long long start = 0;
     int spinning = 1;
     while (__atomic_load_n(f, __ATOMIC_ACQUIRE) < e) {
@@ -266,6 +271,48 @@ static int hg_lane_wait(const struct hg_lane* l, const struct hg_lane_stream* s,
   return 1;
 }
 
+// hg_lane_post posts epoch e of this rank, as arena.Post does, and with
+// stamp (not NULL: the op's first epoch) as arena.PostStamped: the stamp,
+// then the inline flag of e's parity, then the posted word; sleepers on
+// this rank's bell are woken.
+static void hg_lane_post(const struct hg_lane* l, struct hg_lane_stream* s, uint64_t e, const unsigned char* stamp) {
+  const int me = l->index, par = (int)(e & 1);
+  if (stamp != NULL) {
+    memcpy(s->stamps[par][me], stamp, HG_STAMP_BYTES);
+    __atomic_store_n(s->flags[par][me], e, __ATOMIC_SEQ_CST);
+  }
+  __atomic_store_n(s->posted[me], e, __ATOMIC_SEQ_CST);
+  if (__atomic_load_n(s->waiters[me], __ATOMIC_SEQ_CST) != 0) {
+    // As arena.Post: note this CPU for the sleepers woken here (placement.go's
+    // place word: CPU+1 in the top 16 bits, the epoch's low 48 bits).
+    int cpu = sched_getcpu();
+    if (cpu >= 0) {
+      __atomic_store_n(s->places[me], (uint64_t)(cpu + 1) << 48 | (e & ((1ull << 48) - 1)), __ATOMIC_RELAXED);
+    }
+    __atomic_add_fetch(s->bells[me], 1, __ATOMIC_SEQ_CST);
+    syscall(SYS_futex, s->bells[me], FUTEX_WAKE, INT_MAX, NULL, NULL, 0);  // not private: peers sleep there
+  }
+}
+
+// hg_lane_stamps_agree reports whether every peer posted epoch e (seen
+// already) with this rank's stamp; Go's wait names the difference.
+static int hg_lane_stamps_agree(const struct hg_lane* l, const struct hg_lane_stream* s, uint64_t e,
+                                const unsigned char* stamp) {
+  const int par = (int)(e & 1);
+  for (int j = 0; j < l->size; j++) {
+    if (j != l->index && memcmp(s->stamps[par][j], stamp, HG_STAMP_BYTES) != 0) return 0;
+  }
+  return 1;
+}
+
+// hg_lane_stamp writes intra.AllReduceStamp(seq, n, dt, op): allreduce,
+// dtype, op, no root; sequence number; bytes.
+static void hg_lane_stamp(unsigned char* stamp, uint64_t seq, size_t n, int dt, int op) {
+  hg_put_le64(stamp, 1u | (uint64_t)(uint8_t)dt << 8 | (uint64_t)(uint8_t)op << 16 | (uint64_t)UINT32_MAX << 32);
+  hg_put_le64(stamp + 8, seq);
+  hg_put_le64(stamp + 16, n);
+}
+
 // hg_lane_buffer is local rank j's buffer of epoch parity par for an
 // n-byte op: the inline slot, or the data half (intra.laneBuffer).
 static unsigned char* hg_lane_buffer(const struct hg_lane* l, const struct hg_lane_stream* s, int par, int j,
@@ -283,13 +330,119 @@ static void hg_lane_release(const struct hg_lane* l, int stream) {
   }
 }
 
+// hg_lane_slice is intra's windows.slice: the byte offset and length of
+// slice j of window k, the vector (elems elements of es bytes) being cut
+// into windows of p slices of at most per elements, the last window
+// shared as evenly as possible (the first slices one element more).
+static void hg_lane_slice(size_t elems, size_t es, int p, size_t per, size_t k, int j, size_t* off, size_t* len) {
+  size_t win = (size_t)p * per, start = k * win;
+  size_t size = elems - start < win ? elems - start : win;
+  size_t base = size / (size_t)p, extra = size % (size_t)p, uj = (size_t)j;
+  size_t lo = start + uj * base + (uj < extra ? uj : extra);
+  *off = lo * es;
+  *len = (base + (uj < extra ? 1 : 0)) * es;
+}
+
+// hg_lane_publish writes src into dst, scaled by preMul for PreMulSum
+// (intra's publish).
+static void hg_lane_publish(const struct hg_lane* l, int dt, int op, double preMul, void* dst, const void* src,
+                            size_t n) {
+  if (op == HG_PREMULSUM) {
+    hg_scale(l->isa, dt, dst, src, preMul, n);
+  } else {
+    memcpy(dst, src, n);
+  }
+}
+
+// hg_lane_pipeline runs the reduce-scatter/all-gather pipeline of
+// collectives/intra/rsag.go, round for round, epoch for epoch, with the
+// same reduction order (intra's reduceIntoDup), so that ranks here meet
+// ranks on Go's path. Round k of `rounds` (window k of p slices of at most
+// pipe_slot bytes), epoch e: publish the slices of window k that peers
+// reduce into this rank's half of e, post e (stamped in round 0), wait for
+// every peer to post e, reduce this rank's slice of window k in rank order
+// into recv and into the result slot of this rank's half of e+1, copy the
+// peers' results of window k-1 from their halves of e into recv; a last
+// round copies the results of the last window. A wait that outlasts the
+// spin, a stamp that differs or a kernel that declines hands the op over
+// to Go in the round it is in (goLaneFinishPipeline).
+static int hg_lane_pipeline(struct hg_lane* l, struct hg_lane_stream* s, int stream, uint64_t seq, int64_t t0,
+                            const unsigned char* stamp, const void* send, void* recv, size_t count, int dt, int op,
+                            double preMul, hcclGoResult_t* result) {
+  const int me = l->index, p = l->size;
+  const size_t es = hg_dtype_size[dt], n = count * es, slot = s->pipe_slot, per = slot / es, res = (size_t)p * slot;
+  const size_t rounds = (count + (size_t)p * per - 1) / ((size_t)p * per);
+  const int own_shared = op == HG_PREMULSUM;  // PreMulSum reduces scaled inputs: the own one is published too
+  const long divisor = op == HG_AVG ? p : 1;
+  const unsigned char* in = send;
+  unsigned char* out = recv;
+  uint64_t e = 0;
+  size_t k = 0;
+  int waited = 0;
+  for (; k <= rounds; k++) {
+    e = ++*s->epoch;
+    const int par = (int)(e & 1);
+    waited = 0;
+    if (k < rounds) {
+      unsigned char* h = s->half[par][me];
+      for (int j = 0; j < p; j++) {
+        if (j == me && !own_shared) continue;
+        size_t off, m;
+        hg_lane_slice(count, es, p, per, k, j, &off, &m);
+        hg_lane_publish(l, dt, op, preMul, h + (size_t)j * slot, in + off, m);
+      }
+    }
+    hg_lane_post(l, s, e, k == 0 ? stamp : NULL);
+    if (!hg_lane_wait(l, s, stream, e, k == 0 ? s->flags[par] : s->posted)) goto handover;
+    if (k == 0 && !hg_lane_stamps_agree(l, s, e, stamp)) goto handover;
+    waited = 1;
+    if (k < rounds) {
+      size_t off, m;
+      hg_lane_slice(count, es, p, per, k, me, &off, &m);
+      unsigned char* dup = s->half[par ^ 1][me] + res;  // the result slot of this rank's half of e+1
+#define HG_IN(j) ((j) == me && !own_shared ? in + off : s->half[par][j] + (size_t)me * slot)
+      int ok;
+      if (p == 2) {
+        ok = hg_reduce_dup_div(l->isa, dt, op, out + off, dup, HG_IN(0), HG_IN(1), m, divisor);
+      } else {
+        ok = hg_reduce(l->isa, dt, op, dup, HG_IN(0), HG_IN(1), m);
+        for (int j = 2; ok && j < p - 1; j++) ok = hg_reduce(l->isa, dt, op, dup, dup, HG_IN(j), m);
+        ok = ok && hg_reduce_dup_div(l->isa, dt, op, out + off, dup, dup, HG_IN(p - 1), m, divisor);
+      }
+#undef HG_IN
+      // Kernels decline a pair on its first block, before writing recv.
+      if (!ok) goto handover;
+    }
+    if (k > 0) {
+      for (int j = 0; j < p; j++) {
+        if (j == me) continue;
+        size_t off, m;
+        hg_lane_slice(count, es, p, per, k - 1, j, &off, &m);
+        memcpy(out + off, s->half[par][j] + res, m);
+      }
+    }
+  }
+  hg_flight_record(l, stream, seq, n, dt, op, t0, hg_lane_time(l));
+  hg_lane_release(l, stream);
+  *result = hcclGoSuccess;
+  return 1;
+
+handover:;
+  uint64_t id = hg_flight_record(l, stream, seq, n, dt, op, t0, 0);
+  hccl_go_entering();
+  *result =
+      goLaneFinishPipeline(l->comm, stream, seq, id, e, (int)k, waited, t0, (void*)send, recv, count, dt, op, preMul);
+  return 1;
+}
+
 static int hg_lane_run(struct hg_lane* l, const void* send, void* recv, size_t count, int dt, int op, double preMul,
                        int stream, hcclGoResult_t* result) {
   if (stream < 0 || stream >= l->nstreams || !l->streams[stream].on || !hg_lane_takes(dt, op)) return 0;
   size_t es = hg_dtype_size[dt];
-  if (count > l->streams[stream].limit / es) return 0;
-  size_t n = count * es;
   const struct hg_lane_stream* st = &l->streams[stream];
+  int pipeline = count > st->limit / es;  // else one-shot, one epoch
+  if (pipeline && (st->pipe_min == 0 || count > SIZE_MAX / es || count * es < st->pipe_min)) return 0;
+  size_t n = count * es;
   if (st->sc_state != NULL && n >= st->sc_min && n <= st->sc_max &&
       __atomic_load_n(st->sc_state, __ATOMIC_ACQUIRE) != st->sc_off)
     return 0;
@@ -314,6 +467,10 @@ static int hg_lane_run(struct hg_lane* l, const void* send, void* recv, size_t c
   int64_t t0 = hg_lane_time(l);
   __atomic_add_fetch(l->calls, 1, __ATOMIC_RELAXED);
 
+  unsigned char stamp[HG_STAMP_BYTES];
+  hg_lane_stamp(stamp, seq, n, dt, op);
+  if (pipeline) return hg_lane_pipeline(l, s, stream, seq, t0, stamp, send, recv, count, dt, op, preMul, result);
+
   // The first half: publish the input and post the stamped epoch
   // (intra.StartInlineAllReduce, arena.PostStamped).
   const int me = l->index, p = l->size;
@@ -327,29 +484,10 @@ static int hg_lane_run(struct hg_lane* l, const void* send, void* recv, size_t c
       memcpy(mine, send, n);
     }
   }
-  unsigned char stamp[24];  // intra.AllReduceStamp: allreduce, dtype, op, no root
-  hg_put_le64(stamp, 1u | (uint64_t)(uint8_t)dt << 8 | (uint64_t)(uint8_t)op << 16 | (uint64_t)UINT32_MAX << 32);
-  hg_put_le64(stamp + 8, seq);
-  hg_put_le64(stamp + 16, n);
-  memcpy(s->stamps[par][me], stamp, sizeof stamp);
-  __atomic_store_n(s->flags[par][me], e, __ATOMIC_SEQ_CST);
-  __atomic_store_n(s->posted[me], e, __ATOMIC_SEQ_CST);
-  if (__atomic_load_n(s->waiters[me], __ATOMIC_SEQ_CST) != 0) {
-    // As arena.Post: note this CPU for the sleepers woken here (placement.go's
-    // place word: CPU+1 in the top 16 bits, the epoch's low 48 bits).
-    int cpu = sched_getcpu();
-    if (cpu >= 0) {
-      __atomic_store_n(s->places[me], (uint64_t)(cpu + 1) << 48 | (e & ((1ull << 48) - 1)), __ATOMIC_RELAXED);
-    }
-    __atomic_add_fetch(s->bells[me], 1, __ATOMIC_SEQ_CST);
-    syscall(SYS_futex, s->bells[me], FUTEX_WAKE, INT_MAX, NULL, NULL, 0);  // not private: peers sleep there
-  }
+  hg_lane_post(l, s, e, stamp);
 
   // The second half (intra.FinishInlineAllReduce): wait, check, reduce.
-  if (!hg_lane_wait(l, s, stream, e, par)) goto handover;
-  for (int j = 0; j < p; j++) {
-    if (j != me && memcmp(s->stamps[par][j], stamp, sizeof stamp) != 0) goto handover;
-  }
+  if (!hg_lane_wait(l, s, stream, e, s->flags[par]) || !hg_lane_stamps_agree(l, s, e, stamp)) goto handover;
   if (n > 0) {
     int ok = hg_reduce(l->isa, dt, op, recv, hg_lane_buffer(l, s, par, 0, n), hg_lane_buffer(l, s, par, 1, n), n);
     for (int j = 2; j < p; j++) ok &= hg_reduce(l->isa, dt, op, recv, recv, hg_lane_buffer(l, s, par, j, n), n);

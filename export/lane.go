@@ -82,6 +82,9 @@ func registerLane(h uint64, e *commEntry) {
 			continue // no arena on this stream: Go's path
 		}
 		s.on, s.limit = 1, C.size_t(st.Limit)
+		if st.PipeMin > 0 && st.PipeSlot > 0 {
+			s.pipe_min, s.pipe_slot = C.size_t(st.PipeMin), C.size_t(st.PipeSlot)
+		}
 		if st.SingleCopyState != nil {
 			s.sc_state = (*C.int32_t)(pinned(&reg.pin, unsafe.Pointer(st.SingleCopyState)))
 			s.sc_off, s.sc_min, s.sc_max = C.int32_t(st.SingleCopyOff), C.size_t(st.SingleCopyMin), C.size_t(st.SingleCopyMax)
@@ -165,6 +168,33 @@ func goLaneFinish(comm C.uint64_t, stream C.int, seq, id, epoch C.uint64_t, star
 		Started: time.Duration(started), Recv: buf, DType: d, Op: reduce.Op(op),
 	})
 	if err != nil {
+		return fail(e, err)
+	}
+	return C.hcclGoSuccess
+}
+
+// goLaneFinishPipeline finishes an all_reduce pipeline that the C lane
+// began and hands over in round k (pgbackend.FinishLanePipeline): a wait
+// outlasted the spin, a peer's stamp differs, or a kernel declined.
+//
+//export goLaneFinishPipeline
+func goLaneFinishPipeline(comm C.uint64_t, stream C.int, seq, id, epoch C.uint64_t, round, waited C.int, started C.int64_t, send, recv unsafe.Pointer, count C.size_t, dt, op C.int, preMul C.double) (rc C.hcclGoResult_t) {
+	defer recoverPanic(&rc)
+	v, ok := laneComms.Load(uint64(comm))
+	if !ok { // cannot happen: a lane is freed only once no op is in it
+		return fail(nil, invalid("fast lane of communicator %d is gone", uint64(comm)))
+	}
+	e := v.(*commEntry)
+	d := reduce.DType(dt)
+	n := int(count) * d.Size() // the lane runs the pipeline for large payloads only: n > 0
+	h := pgbackend.LanePipelineHandover{
+		LaneHandover: pgbackend.LaneHandover{
+			Stream: int(stream), Seq: uint64(seq), ID: uint64(id), Epoch: uint64(epoch),
+			Started: time.Duration(started), Recv: unsafe.Slice((*byte)(recv), n), DType: d, Op: reduce.Op(op),
+		},
+		Round: int(round), Waited: waited != 0, Send: unsafe.Slice((*byte)(send), n), PreMul: float64(preMul),
+	}
+	if err := e.c.FinishLanePipeline(h); err != nil {
 		return fail(e, err)
 	}
 	return C.hcclGoSuccess

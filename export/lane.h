@@ -1,6 +1,6 @@
 // lane.h: the C fast lane (lane.c). A blocking all_reduce that the
-// shared-memory arena runs in one epoch (up to the stream's limit) runs
-// entirely in C, on the words the
+// shared-memory arena runs in one epoch (up to the stream's limit) or as
+// its reduce-scatter/all-gather pipeline runs entirely in C, on the words the
 // communicator shares with it (pgbackend/lane.go: LaneView), without
 // entering the Go runtime; lane.go registers a communicator's lane and
 // finishes the ops the C side hands over.
@@ -28,6 +28,9 @@ struct hg_lane_stream {
   int32_t* sc_state;
   int32_t sc_off;
   size_t sc_min, sc_max;
+  // From pipe_min bytes on (0: never), the all_reduce pipeline with slices
+  // of pipe_slot bytes (intra.LanePipeline, collectives/intra/rsag.go).
+  size_t pipe_min, pipe_slot;
   uint32_t* hold;
   uint64_t* epoch;
   uint32_t* closed;

@@ -185,6 +185,30 @@ func (c *Communicator) FinishLaneAllReduce(h LaneHandover) error {
 	return c.finishLane(lo, c.arenas[h.Stream], h.Epoch, h.Recv)
 }
 
+// LanePipelineHandover is an all_reduce pipeline that export's C fast
+// lane began and hands over to FinishLanePipeline: as LaneHandover, with
+// the round it stopped in (Epoch is that round's, posted; Waited: the
+// peers were seen to post it) and the call's Send and PreMul.
+type LanePipelineHandover struct {
+	LaneHandover
+	Round  int
+	Waited bool
+	Send   []byte
+	PreMul float64
+}
+
+// FinishLanePipeline finishes an all_reduce pipeline that the C fast lane
+// began (intra.FinishLanePipeline) within the op's deadline, records its
+// end and lets go of the stream, as FinishLaneAllReduce does.
+func (c *Communicator) FinishLanePipeline(h LanePipelineHandover) error {
+	lo := laneOp{desc: c.laneDesc(h.Seq, h.Stream, len(h.Recv), h.DType, h.Op), id: h.ID, start: c.clock.At(h.Started)}
+	var ctx opContext
+	ctx.init(c.ctx, lo.start.Add(c.cfg.Timeout), c.stats.kind("allreduce"))
+	defer ctx.release()
+	err := intra.FinishLanePipeline(&ctx, c.arenas[h.Stream], h.Seq, h.Epoch, h.Round, h.Waited, h.Send, h.Recv, h.DType, h.Op, h.PreMul)
+	return c.endLane(lo, &ctx, err)
+}
+
 // NoteLanePlace records where the C fast lane's wait on stream runs
 // when it stops spinning and finds local rank j on its CPU at epoch e
 // (arena.NotePlace): the lane's waits keep the ranks apart as Go's do.
@@ -253,6 +277,10 @@ type LaneStream struct {
 	SingleCopyState              *int32
 	SingleCopyMin, SingleCopyMax int
 	SingleCopyOff                int32
+	// From PipeMin bytes on, the lane runs the all_reduce pipeline with
+	// slices of PipeSlot bytes (intra.LanePipeline; PipeMin -1: never, as
+	// where the NUMA level may take large ops).
+	PipeMin, PipeSlot int
 }
 
 // FlightLayout gives the byte offsets of the flight recorder's words:
@@ -285,10 +313,13 @@ func (c *Communicator) Lane() (v LaneView, ok bool) {
 	d.DType, d.RedOp, d.Stream = -1, -1, -1 // their bytes are the C lane's to fill
 	v.Desc = f.names.pack(d)
 	for i, st := range c.streams {
-		ls := LaneStream{Hold: st.HoldWord(), Limit: c.laneLimit(i), SingleCopyOff: intra.SingleCopyOff}
+		ls := LaneStream{Hold: st.HoldWord(), Limit: c.laneLimit(i), SingleCopyOff: intra.SingleCopyOff, PipeMin: -1}
 		if a := c.arenas[i]; a != nil {
 			ls.Arena = a.Raw()
 			ls.SingleCopyState, ls.SingleCopyMin, ls.SingleCopyMax = intra.SingleCopyWords(c.singleCopy[i], a.Size())
+			if ls.Limit >= 0 && !c.numa.on(i) {
+				ls.PipeMin, ls.PipeSlot = intra.LanePipeline(a)
+			}
 		}
 		v.Streams = append(v.Streams, ls)
 	}

@@ -128,3 +128,40 @@ func FinishLaneAllReduce(ctx context.Context, a *arena.Arena, seq, e uint64, rec
 func laneReduction(a *arena.Arena, seq uint64, n int, dt reduce.DType, op reduce.Op, preMul float64) *reduction {
 	return &reduction{a: a, dt: dt, op: op, preMul: preMul, stamp: AllReduceStamp(seq, n, dt, op)}
 }
+
+// The fast lane's pipeline. A blocking all_reduce that AllReduceWith runs
+// as the reduce-scatter/all-gather pipeline (rsag.go) can run in code
+// outside Go too (export/lane.c): the same rounds, epochs, stamp and
+// reduction order, so that such ranks meet ranks on Go's path. When it
+// cannot go on (a wait outlasts its spin, a stamp differs, a kernel
+// declines) it hands the op over to FinishLanePipeline in the middle.
+
+// LanePipeline is what code outside Go needs to run the pipeline on a:
+// the smallest all_reduce, in bytes, that AllReduceWith runs as the
+// pipeline (below it: one-shot; -1: none, with fewer than two local
+// ranks) and the bytes of each rank's slice per round. The single-copy
+// range is declined as for the lane (LaneDeclines).
+func LanePipeline(a *arena.Arena) (minBytes, slot int) {
+	if a == nil || a.Size() < 2 {
+		return -1, 0
+	}
+	t := defaultTuning()
+	return max(a.InlineBytes(), t.oneShotLimit(a.Size())) + 1, rsagSlot(a, t)
+}
+
+// FinishLanePipeline finishes an all_reduce pipeline that code outside Go
+// began (LanePipeline): it ran rounds 0 to k-1 whole and, of round k, took
+// epoch e, published this rank's slices and posted e (with the op's stamp
+// when k is 0); waited says it also saw every peer post e and checked
+// their stamps. An error other than a mismatch breaks the arena, as for
+// AllReduce.
+func FinishLanePipeline(ctx context.Context, a *arena.Arena, seq, e uint64, k int, waited bool, send, recv []byte, dt reduce.DType, op reduce.Op, preMul float64) error {
+	if err := a.Begin(seq); err != nil {
+		return wrapOp("allreduce", a, seq, err)
+	}
+	r := laneReduction(a, seq, len(send), dt, op, preMul)
+	r.t = defaultTuning()
+	err := r.rsagFrom(ctx, send, recv, allRanks, rsagStart{k: k, e: e, waited: waited})
+	endOp(a, err)
+	return wrapOp("allreduce", a, seq, err)
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/hccl-go/hccl-go/collectives/reduce"
+	"github.com/hccl-go/hccl-go/transport/arena"
 )
 
 // The reduce-scatter/all-gather pipeline for large reductions.
@@ -42,10 +43,31 @@ import (
 // root == allRanks copies results out on every rank, else on root only
 // (Reduce).
 func (r *reduction) rsag(ctx context.Context, send, recv []byte, root int) error {
+	return r.rsagFrom(ctx, send, recv, root, rsagStart{})
+}
+
+// rsagStart says where rsagFrom begins: at round k, whose epoch e (when
+// not 0) code outside Go has already taken, published into and posted;
+// waited: it also saw every peer post e and checked their stamps.
+type rsagStart struct {
+	k      int
+	e      uint64
+	waited bool
+}
+
+// rsagSlot is the bytes of each rank's slice per round of the pipeline on
+// a.
+func rsagSlot(a *arena.Arena, t tuning) int {
+	p := a.Size()
+	return alignDown(min(t.rsagSlice(p), a.HalfBytes()/(p+1)), lineBytes)
+}
+
+// rsagFrom is rsag from round from.k on (see rsagStart).
+func (r *reduction) rsagFrom(ctx context.Context, send, recv []byte, root int, from rsagStart) error {
 	a := r.a
 	me, p := a.Index(), a.Size()
 	es := r.dt.Size()
-	slot := alignDown(min(r.t.rsagSlice(p), a.HalfBytes()/(p+1)), lineBytes)
+	slot := rsagSlot(a, r.t)
 	w := windows{elems: len(send) / es, es: es, p: p, per: slot / es}
 	res := p * slot // offset of the result slot in a half
 	// PreMulSum reduces scaled inputs: the own one is published too.
@@ -55,18 +77,31 @@ func (r *reduction) rsag(ctx context.Context, send, recv []byte, root int) error
 	// copies the peers' results. Non-roots of Reduce have no recv to write.
 	direct := wants(me, root)
 	rounds := w.rounds()
-	for k := 0; k <= rounds; k++ {
-		e := a.Next()
-		if k < rounds {
-			h := a.Half(me, e)
-			for j := range p {
-				if j != me || ownShared {
-					off, m := w.slice(k, j)
-					publish(r.dt, r.op, r.preMul, h[j*slot:j*slot+m], send[off:off+m])
+	for k := from.k; k <= rounds; k++ {
+		first := k == 0 && !r.stamped
+		resumed := k == from.k && from.e != 0
+		var err error
+		var e uint64
+		switch {
+		case resumed && from.waited:
+			e = from.e
+		case resumed:
+			e = from.e
+			err = await(ctx, a, e, r.stamp, first)
+		default:
+			e = a.Next()
+			if k < rounds {
+				h := a.Half(me, e)
+				for j := range p {
+					if j != me || ownShared {
+						off, m := w.slice(k, j)
+						publish(r.dt, r.op, r.preMul, h[j*slot:j*slot+m], send[off:off+m])
+					}
 				}
 			}
+			err = r.step(ctx, e, first)
 		}
-		if err := r.step(ctx, e, k == 0 && !r.stamped); err != nil {
+		if err != nil {
 			return err
 		}
 		if k < rounds {

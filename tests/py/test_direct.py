@@ -130,6 +130,23 @@ def _results_job(rank, world, workdir):
     return {"failures": failures, "fast_lane": info["fast_lane"]}
 
 
+def _go_path_on_rank0(rank, world, workdir):
+    if rank == 0:
+        os.environ["HCCL_GO_FAST_LANE"] = "0"
+
+
+def test_c_lane_meets_go_path_bitwise():
+    """Rank 0 runs every all_reduce on Go's path (HCCL_GO_FAST_LANE=0), rank 1 in the C
+    lane (one-shot, and the pipeline beyond 256 KiB): same epochs, same results."""
+    results, errors, codes = launch(
+        _results_job, 2, op_timeout_s=60, deadline_s=600, before_init=_go_path_on_rank0
+    )
+    assert not errors and sorted(results) == [0, 1], (errors, codes)
+    assert [results[r]["fast_lane"] for r in (0, 1)] == ["off", "c"], results
+    for rank, r in results.items():
+        assert not r["failures"], f"rank {rank}: {len(r['failures'])} cases differ:\n" + "\n".join(r["failures"][:20])
+
+
 @pytest.mark.parametrize("world", [2, 3])
 def test_direct_and_dist_all_reduce_are_bitwise_right(world):
     results, errors, codes = launch(_results_job, world, op_timeout_s=60, deadline_s=600)
@@ -196,7 +213,8 @@ def _mismatch_job(rank, world, workdir):
     import torch_hccl_go
 
     out = []
-    for n in ((2, 4), (4096, 8192)):  # in an inline slot, in the data halves
+    # In an inline slot, in the data halves, in the pipeline (1 MiB of float32).
+    for n in ((2, 4), (4096, 8192), (1 << 18, (1 << 18) + 8)):
         try:
             torch_hccl_go.all_reduce(torch.ones(n[rank]))
             out.append(None)
@@ -217,13 +235,13 @@ def test_direct_mismatch_fails_every_rank_alike():
     assert "rank 1 has 16 bytes, this rank 8" in results[0][0], results[0][0]
 
 
-def _dead_peer_job(rank, world, workdir):
+def _dead_peer_job(rank, world, workdir, n=4):
     import time
 
     import torch
     import torch_hccl_go
 
-    t = torch.ones(4)
+    t = torch.ones(n)
     torch_hccl_go.all_reduce(t)
     if rank == 1:
         time.sleep(0.3)
@@ -236,8 +254,9 @@ def _dead_peer_job(rank, world, workdir):
         return {"error": str(e), "waited": time.time() - t0}
 
 
-def test_direct_dead_peer_becomes_an_error_naming_it():
-    results, errors, codes = launch(_dead_peer_job, 2, op_timeout_s=60, deadline_s=120)
+@pytest.mark.parametrize("n", [4, 1 << 20], ids=["one-shot", "pipeline"])
+def test_direct_dead_peer_becomes_an_error_naming_it(n):
+    results, errors, codes = launch(_dead_peer_job, 2, args=(n,), op_timeout_s=60, deadline_s=120)
     assert not errors and 0 in results, (errors, codes)
     msg = results[0]["error"]
     assert msg and "rank 1" in msg and "allreduce seq 2" in msg, msg
