@@ -330,6 +330,24 @@ static void hg_lane_release(const struct hg_lane* l, int stream) {
   }
 }
 
+// hg_lane_done ends a lane op that succeeded: its flight record, the
+// stream let go, the result; it returns 1 (the op ran).
+static int hg_lane_done(struct hg_lane* l, int stream, uint64_t seq, size_t n, int dt, int op, int64_t t0,
+                        hcclGoResult_t* result) {
+  hg_flight_record(l, stream, seq, n, dt, op, t0, hg_lane_time(l));
+  hg_lane_release(l, stream);
+  *result = hcclGoSuccess;
+  return 1;
+}
+
+// hg_lane_hand_over records a lane op as running and readies the thread
+// for Go, which finishes it; it returns the op's flight record id.
+static uint64_t hg_lane_hand_over(struct hg_lane* l, int stream, uint64_t seq, size_t n, int dt, int op, int64_t t0) {
+  uint64_t id = hg_flight_record(l, stream, seq, n, dt, op, t0, 0);
+  hccl_go_entering();
+  return id;
+}
+
 // hg_lane_slice is intra's windows.slice: the byte offset and length of
 // slice j of window k, the vector (elems elements of es bytes) being cut
 // into windows of p slices of at most per elements, the last window
@@ -422,14 +440,10 @@ static int hg_lane_pipeline(struct hg_lane* l, struct hg_lane_stream* s, int str
       }
     }
   }
-  hg_flight_record(l, stream, seq, n, dt, op, t0, hg_lane_time(l));
-  hg_lane_release(l, stream);
-  *result = hcclGoSuccess;
-  return 1;
+  return hg_lane_done(l, stream, seq, n, dt, op, t0, result);
 
 handover:;
-  uint64_t id = hg_flight_record(l, stream, seq, n, dt, op, t0, 0);
-  hccl_go_entering();
+  uint64_t id = hg_lane_hand_over(l, stream, seq, n, dt, op, t0);
   *result =
       goLaneFinishPipeline(l->comm, stream, seq, id, e, (int)k, waited, t0, (void*)send, recv, count, dt, op, preMul);
   return 1;
@@ -494,14 +508,10 @@ static int hg_lane_run(struct hg_lane* l, const void* send, void* recv, size_t c
     if (op == HG_AVG) ok &= hg_divide(l->isa, dt, recv, p, n);
     if (!ok) goto handover;
   }
-  hg_flight_record(l, stream, seq, n, dt, op, t0, hg_lane_time(l));
-  hg_lane_release(l, stream);
-  *result = hcclGoSuccess;
-  return 1;
+  return hg_lane_done(l, stream, seq, n, dt, op, t0, result);
 
 handover:;
-  uint64_t id = hg_flight_record(l, stream, seq, n, dt, op, t0, 0);
-  hccl_go_entering();
+  uint64_t id = hg_lane_hand_over(l, stream, seq, n, dt, op, t0);
   *result = goLaneFinish(l->comm, stream, seq, id, e, t0, recv, count, dt, op);
   return 1;
 }

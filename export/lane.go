@@ -146,6 +146,15 @@ func clockBase(v pgbackend.LaneView) int64 {
 	return mono - int64(before+(after-before)/2)
 }
 
+// laneComm is the communicator whose lane C hands an op over from.
+func laneComm(comm C.uint64_t) (*commEntry, bool) {
+	v, ok := laneComms.Load(uint64(comm))
+	if !ok {
+		return nil, false
+	}
+	return v.(*commEntry), true
+}
+
 // goLaneFinish finishes an all_reduce that the C lane began and hands
 // over (pgbackend.FinishLaneAllReduce): its wait outlasted the spin, a
 // peer's stamp differs, or a kernel declined the reduction.
@@ -153,11 +162,10 @@ func clockBase(v pgbackend.LaneView) int64 {
 //export goLaneFinish
 func goLaneFinish(comm C.uint64_t, stream C.int, seq, id, epoch C.uint64_t, started C.int64_t, recv unsafe.Pointer, count C.size_t, dt, op C.int) (rc C.hcclGoResult_t) {
 	defer recoverPanic(&rc)
-	v, ok := laneComms.Load(uint64(comm))
+	e, ok := laneComm(comm)
 	if !ok { // cannot happen: a lane is freed only once no op is in it
 		return fail(nil, invalid("fast lane of communicator %d is gone", uint64(comm)))
 	}
-	e := v.(*commEntry)
 	d := reduce.DType(dt)
 	var buf []byte
 	if n := int(count) * d.Size(); n > 0 {
@@ -180,11 +188,10 @@ func goLaneFinish(comm C.uint64_t, stream C.int, seq, id, epoch C.uint64_t, star
 //export goLaneFinishPipeline
 func goLaneFinishPipeline(comm C.uint64_t, stream C.int, seq, id, epoch C.uint64_t, round, waited C.int, started C.int64_t, send, recv unsafe.Pointer, count C.size_t, dt, op C.int, preMul C.double) (rc C.hcclGoResult_t) {
 	defer recoverPanic(&rc)
-	v, ok := laneComms.Load(uint64(comm))
+	e, ok := laneComm(comm)
 	if !ok { // cannot happen: a lane is freed only once no op is in it
 		return fail(nil, invalid("fast lane of communicator %d is gone", uint64(comm)))
 	}
-	e := v.(*commEntry)
 	d := reduce.DType(dt)
 	n := int(count) * d.Size() // the lane runs the pipeline for large payloads only: n > 0
 	h := pgbackend.LanePipelineHandover{
@@ -206,8 +213,8 @@ func goLaneFinishPipeline(comm C.uint64_t, stream C.int, seq, id, epoch C.uint64
 //
 //export goLanePlace
 func goLanePlace(comm C.uint64_t, stream, j C.int, epoch C.uint64_t) {
-	if v, ok := laneComms.Load(uint64(comm)); ok {
-		v.(*commEntry).c.NoteLanePlace(int(stream), int(j), uint64(epoch))
+	if e, ok := laneComm(comm); ok {
+		e.c.NoteLanePlace(int(stream), int(j), uint64(epoch))
 	}
 }
 
@@ -215,7 +222,7 @@ func goLanePlace(comm C.uint64_t, stream, j C.int, epoch C.uint64_t) {
 //
 //export goLaneKick
 func goLaneKick(comm C.uint64_t, stream C.int) {
-	if v, ok := laneComms.Load(uint64(comm)); ok {
-		v.(*commEntry).c.KickStream(int(stream))
+	if e, ok := laneComm(comm); ok {
+		e.c.KickStream(int(stream))
 	}
 }

@@ -33,21 +33,8 @@ func TestAllReduceMatrix(t *testing.T) {
 // state (nil: none).
 func verifyAllReduce(t *testing.T, w *world, scs []*SingleCopy, dt reduce.DType, op reduce.Op, n int, inPlace bool, tu tuning) {
 	t.Helper()
-	p := len(w.arenas)
 	seed := uint64(n)*131 + uint64(dt)*17 + uint64(op)
-	inputs := make([][]byte, p)
-	for r := range p {
-		inputs[r] = input(dt, op, n, r, seed)
-	}
-	want := refReduce(dt, op, testPreMul, inputs)
-	outs := make([][]byte, p)
-	w.runOK(t, func(ctx context.Context, a *arena.Arena, r int, seq uint64) error {
-		send := append([]byte(nil), inputs[r]...)
-		recv := send
-		if !inPlace {
-			recv = make([]byte, len(send))
-		}
-		outs[r] = recv
+	run := func(ctx context.Context, a *arena.Arena, r int, seq uint64, send, recv []byte) error {
 		if err := checkAllReduce(a, send, recv, dt, op); err != nil {
 			return err
 		}
@@ -56,8 +43,6 @@ func verifyAllReduce(t *testing.T, w *world, scs []*SingleCopy, dt reduce.DType,
 			sc = scs[r]
 		}
 		return allReduce(ctx, a, sc, seq, send, recv, dt, op, testPreMul, tu)
-	})
-	for r := range p {
-		requireSameBytes(t, want, outs[r], "p=%d %s %s n=%d inPlace=%v rank %d", p, dt, op, n, inPlace, r)
 	}
+	requireReferenceReduction(t, w, dt, op, n, seed, inPlace, run, fmt.Sprintf("p=%d", len(w.arenas)))
 }

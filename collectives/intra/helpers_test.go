@@ -259,3 +259,32 @@ func matrixPairs(p int) [][2]int32 {
 
 // errInvalid is the sentinel of usage errors.
 func errInvalid() error { return collectives.ErrInvalidArgument }
+
+// reductionRunner runs one rank's reduction of send into recv.
+type reductionRunner func(ctx context.Context, a *arena.Arena, r int, seq uint64, send, recv []byte) error
+
+// requireReferenceReduction runs one reduction of n elements on every
+// rank of w through run, in place or not, and requires every rank's recv
+// to equal the sequential reference bit for bit; what names the case.
+func requireReferenceReduction(t *testing.T, w *world, dt reduce.DType, op reduce.Op, n int, seed uint64, inPlace bool, run reductionRunner, what string) {
+	t.Helper()
+	p := len(w.arenas)
+	inputs := make([][]byte, p)
+	for r := range p {
+		inputs[r] = input(dt, op, n, r, seed)
+	}
+	want := refReduce(dt, op, testPreMul, inputs)
+	outs := make([][]byte, p)
+	w.runOK(t, func(ctx context.Context, a *arena.Arena, r int, seq uint64) error {
+		send := append([]byte(nil), inputs[r]...)
+		recv := send
+		if !inPlace {
+			recv = make([]byte, len(send))
+		}
+		outs[r] = recv
+		return run(ctx, a, r, seq, send, recv)
+	})
+	for r := range p {
+		requireSameBytes(t, want, outs[r], "%s %s %s n=%d inPlace=%v rank %d", what, dt, op, n, inPlace, r)
+	}
+}

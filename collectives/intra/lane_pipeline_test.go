@@ -90,27 +90,13 @@ func TestLanePipelineHandoverMatchesAllReduce(t *testing.T) {
 				for _, stop := range []int{0, 1, rounds - 1, rounds} {
 					for _, waited := range []bool{false, true} {
 						seed := uint64(n)*131 + uint64(dt)*17 + uint64(op) + uint64(stop)
-						inputs := make([][]byte, p)
-						for r := range p {
-							inputs[r] = input(dt, op, n, r, seed)
-						}
-						want := refReduce(dt, op, testPreMul, inputs)
-						outs := make([][]byte, p)
-						w.runOK(t, func(ctx context.Context, a *arena.Arena, r int, seq uint64) error {
-							send := append([]byte(nil), inputs[r]...)
-							recv := send
-							if stop%2 == 1 {
-								recv = make([]byte, len(send))
-							}
-							outs[r] = recv
+						run := func(ctx context.Context, a *arena.Arena, r int, seq uint64, send, recv []byte) error {
 							if r == 0 {
 								return lanePipeline(ctx, a, seq, send, recv, dt, op, testPreMul, stop, waited)
 							}
 							return AllReduce(ctx, a, seq, send, recv, dt, op, testPreMul)
-						})
-						for r := range p {
-							requireSameBytes(t, want, outs[r], "%v %v n=%d stop=%d waited=%v rank %d", dt, op, n, stop, waited, r)
 						}
+						requireReferenceReduction(t, w, dt, op, n, seed, stop%2 == 0, run, fmt.Sprintf("stop=%d waited=%v", stop, waited))
 					}
 				}
 			}

@@ -36,27 +36,13 @@ func TestLaneHalvesMatchAllReduce(t *testing.T) {
 				for _, n := range []int{0, 1, 7, inline / dt.Size(), inline/dt.Size() + 1, limit / dt.Size()} {
 					for _, lanes := range []uint{0b01, 0b10, 0b11} { // which ranks take the lane
 						seed := uint64(n)*131 + uint64(dt)*17 + uint64(op)
-						inputs := make([][]byte, p)
-						for r := range p {
-							inputs[r] = input(dt, op, n, r, seed)
-						}
-						want := refReduce(dt, op, testPreMul, inputs)
-						outs := make([][]byte, p)
-						w.runOK(t, func(ctx context.Context, a *arena.Arena, r int, seq uint64) error {
-							send := append([]byte(nil), inputs[r]...)
-							recv := send
-							if n%2 == 1 {
-								recv = make([]byte, len(send))
-							}
-							outs[r] = recv
+						run := func(ctx context.Context, a *arena.Arena, r int, seq uint64, send, recv []byte) error {
 							if lanes&(1<<r) != 0 {
 								return laneAllReduce(ctx, a, seq, send, recv, dt, op, testPreMul)
 							}
 							return AllReduce(ctx, a, seq, send, recv, dt, op, testPreMul)
-						})
-						for r := range p {
-							requireSameBytes(t, want, outs[r], "%v %v n=%d lanes=%b rank %d", dt, op, n, lanes, r)
 						}
+						requireReferenceReduction(t, w, dt, op, n, seed, n%2 == 0, run, fmt.Sprintf("lanes=%b", lanes))
 					}
 				}
 			}
