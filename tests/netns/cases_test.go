@@ -13,12 +13,17 @@ import (
 	"github.com/stretchr/testify/assert"
 )
 
-// Timing on this machine is shared with other work: a measurement whose
-// timing checks fail is made again, up to maxAttempts times in all, and
-// every attempt's figures are logged. Checks that do not depend on timing
-// (correct results, the same graph and ring on every rank, a dumped file
-// reloading to the same ring) must hold on every attempt. Under the race
-// detector timing checks are only logged (raceEnabled).
+// Timing on this machine is shared with other work, so the checks that
+// rest on timing come in two kinds. Properties (the model chooses the
+// hierarchy, probing finds the fast pairs, the chosen algorithm beats the
+// flat ring by a margin that holds on a loaded machine) fail the test when
+// they fail in every one of maxAttempts measurements. Figures (measured
+// against predicted times, tight speed-ups, probing time) are checked only
+// in the documented measurement run (HCCL_GO_NETNS_FULL=1) and logged
+// otherwise. Checks that do not depend on timing (correct results, the
+// same graph and ring on every rank, a dumped file reloading to the same
+// ring) must hold on every attempt. Under the race detector every timing
+// check is only logged (raceEnabled).
 const maxAttempts = 3
 
 // sortedGroups normalises hierarchy groups for comparison.
@@ -32,16 +37,39 @@ func sortedGroups(groups [][]int) [][]int {
 }
 
 // checks collects the failed timing checks of one attempt.
-type checks []string
+type checks struct {
+	properties, figures []string
+}
 
-func (c *checks) require(ok bool, format string, args ...any) {
+// property records a property that failed (see the top of this file).
+func (c *checks) property(ok bool, format string, args ...any) {
 	if !ok {
-		*c = append(*c, fmt.Sprintf(format, args...))
+		c.properties = append(c.properties, fmt.Sprintf(format, args...))
 	}
 }
 
-// attempt runs measure until its timing checks pass or maxAttempts runs
-// have failed them.
+// figure records a figure outside its bounds.
+func (c *checks) figure(ok bool, format string, args ...any) {
+	if !ok {
+		c.figures = append(c.figures, fmt.Sprintf(format, args...))
+	}
+}
+
+// verdicts are the failed checks that fail the test in this run: every
+// one in the full measurement run, the properties otherwise, none under
+// the race detector.
+func (c checks) verdicts() []string {
+	switch {
+	case raceEnabled:
+		return nil
+	case full():
+		return append(slices.Clip(c.properties), c.figures...)
+	}
+	return c.properties
+}
+
+// attempt runs measure until the timing checks that count in this run
+// pass or maxAttempts runs have failed them; the rest are logged.
 func attempt(t *testing.T, measure func(t *testing.T, dir string) checks) {
 	t.Helper()
 	for i := 1; ; i++ {
@@ -49,17 +77,15 @@ func attempt(t *testing.T, measure func(t *testing.T, dir string) checks) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		failed := measure(t, dir)
+		c := measure(t, dir)
 		if t.Failed() {
 			return // a check that does not depend on timing failed
 		}
+		failed := c.verdicts()
 		if len(failed) == 0 {
-			return
-		}
-		if raceEnabled || !full() {
-			// Timings are benchmark figures, not test verdicts, except in
-			// the documented measurement run (HCCL_GO_NETNS_FULL=1).
-			t.Logf("timing checks only logged outside HCCL_GO_NETNS_FULL=1 runs:\n  %s", strings.Join(failed, "\n  "))
+			if all := append(slices.Clip(c.properties), c.figures...); len(all) > 0 {
+				t.Logf("timing checks only logged in this run (figures count with HCCL_GO_NETNS_FULL=1, nothing under -race):\n  %s", strings.Join(all, "\n  "))
+			}
 			return
 		}
 		if i == maxAttempts {
@@ -94,6 +120,11 @@ func TestCaseA(t *testing.T) {
 	// Below ~16 MiB the intra-host phases, bound by the CPU on a loaded
 	// 2-core machine, make timings noisy (see README.md).
 	sizes, iters, timeout := []int{16 << 20}, 3, 2*time.Minute
+	// The flat ring in rank order crosses between the hosts 1.5 times the
+	// bytes of the hierarchy, in the order 0,2,1,3 3 times: the properties'
+	// margins (propRank, prop0213) hold on a loaded machine (1.5 and 2.9
+	// measured unloaded); the figures' are the model's.
+	propRank, prop0213 := 1.1, 1.5
 	minRank, min0213, tolerance, hierTolerance := 1.05, 1.5, 0.35, 0.35
 	if raceEnabled {
 		sizes, iters = []int{1 << 20}, 1
@@ -146,10 +177,12 @@ func TestCaseA(t *testing.T) {
 			iters, table(rows), mib(big), ringRank/hier, ring0213/hier, hierMessages/hier)
 
 		var c checks
-		c.require(runOf(t, auto, big).Algo == "hier", "the model chooses %s, not hier, for %s", runOf(t, auto, big).Algo, mib(big))
-		c.require(ringRank/hier >= minRank, "ring 0,1,2,3 / hier = %.2f < %.2f", ringRank/hier, minRank)
-		c.require(ring0213/hier >= min0213, "ring 0,2,1,3 / hier = %.2f < %.2f", ring0213/hier, min0213)
-		c.require(hierMessages/hier >= 1, "hier with shm messages / hier with the arena = %.2f < 1", hierMessages/hier)
+		c.property(runOf(t, auto, big).Algo == "hier", "the model chooses %s, not hier, for %s", runOf(t, auto, big).Algo, mib(big))
+		c.property(ringRank/hier >= propRank, "ring 0,1,2,3 / hier = %.2f < %.2f", ringRank/hier, propRank)
+		c.property(ring0213/hier >= prop0213, "ring 0,2,1,3 / hier = %.2f < %.2f", ring0213/hier, prop0213)
+		c.figure(ringRank/hier >= minRank, "ring 0,1,2,3 / hier = %.2f < %.2f", ringRank/hier, minRank)
+		c.figure(ring0213/hier >= min0213, "ring 0,2,1,3 / hier = %.2f < %.2f", ring0213/hier, min0213)
+		c.figure(hierMessages/hier >= 1, "hier with shm messages / hier with the arena = %.2f < 1", hierMessages/hier)
 		for _, n := range sizes {
 			for _, v := range []string{"hier", "ring-rank"} {
 				run := runOf(t, res[v], n)
@@ -158,7 +191,7 @@ func TestCaseA(t *testing.T) {
 				if v == "hier" && n == big {
 					tol = hierTolerance
 				}
-				c.require(ratio >= 1-tol && ratio <= 1+tol, "%s at %s: measured/predicted = %.2f, outside 1±%.2f", v, mib(n), ratio, tol)
+				c.figure(ratio >= 1-tol && ratio <= 1+tol, "%s at %s: measured/predicted = %.2f, outside 1±%.2f", v, mib(n), ratio, tol)
 			}
 		}
 		return c
@@ -196,7 +229,9 @@ func TestCaseB(t *testing.T) {
 	for i := range places {
 		places[i] = placement{NS: fmt.Sprint("n", i), Env: []string{fmt.Sprintf("HCCL_GO_HOST_ID=n%d", i), "HCCL_GO_SOCKET_IFNAME=d0"}}
 	}
-	size, iters, timeout, want := 4<<20, 3, 2*time.Minute, 1.2
+	// want: the chosen algorithm's margin over the flat ring in rank order,
+	// one that holds on a loaded machine (2.7 measured unloaded).
+	size, iters, timeout, want := 4<<20, 3, 2*time.Minute, 1.3
 	if raceEnabled {
 		size, iters = 1<<20, 1
 	}
@@ -230,8 +265,8 @@ func TestCaseB(t *testing.T) {
 			probeMs = max(probeMs, rr.ProbeMs)
 		}
 		assert.Equal(t, auto[0].Ring, res["file"][0].Ring, "the dumped topology reloads to the same ring")
-		c.require(probeMs < 1000, "probing took %.0f ms", probeMs)
-		c.require(slices.EqualFunc(sortedGroups(auto[0].Groups), [][]int{{0, 4}, {1, 5}, {2, 6}, {3, 7}}, slices.Equal),
+		c.figure(probeMs < 1000, "probing took %.0f ms", probeMs)
+		c.property(slices.EqualFunc(sortedGroups(auto[0].Groups), [][]int{{0, 4}, {1, 5}, {2, 6}, {3, 7}}, slices.Equal),
 			"probing found groups %v, not the fast pairs", auto[0].Groups)
 
 		chosen := runOf(t, auto, size)
@@ -248,9 +283,9 @@ func TestCaseB(t *testing.T) {
 		predicted := runOf(t, res["ring-rank"], size).Pred["ring"] / chosen.Pred[chosen.Algo]
 		t.Logf("case B, all_reduce of %s float32, median of %d (slowest rank per iteration); probe %.0f ms; ring %v; groups %v:\n%s\nring 0..7 / %s = %.2f measured, %.2f predicted",
 			mib(size), iters, probeMs, auto[0].Ring, auto[0].Groups, table(rows), chosen.Algo, speedup, predicted)
-		c.require(chosen.Algo != "ring", "the model chose the flat ring")
-		c.require(predicted > 1, "the model predicted its choice %.2f times as slow as the flat ring in rank order", 1/predicted)
-		c.require(speedup >= want, "ring 0..7 / %s = %.2f < %.2f", chosen.Algo, speedup, want)
+		c.property(chosen.Algo != "ring", "the model chose the flat ring")
+		c.property(predicted > 1, "the model predicted its choice %.2f times as slow as the flat ring in rank order", 1/predicted)
+		c.property(speedup >= want, "ring 0..7 / %s = %.2f < %.2f", chosen.Algo, speedup, want)
 		return c
 	})
 }
