@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log"
 	"math"
+	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -25,6 +26,14 @@ import (
 // host hosts[r] with configuration cfgs[r], and returns each rank's
 // communicator and error.
 func topoConnect(t *testing.T, hosts []string, cfgs []Config) ([]*Communicator, []error) {
+	t.Helper()
+	cs, errs, _ := topoConnectJob(t, hosts, cfgs)
+	return cs, errs
+}
+
+// topoConnectJob is topoConnect that also returns the job id that names
+// the ranks' shared-memory segments (jobID).
+func topoConnectJob(t *testing.T, hosts []string, cfgs []Config) ([]*Communicator, []error, string) {
 	t.Helper()
 	n := len(hosts)
 	ls := make([]*tcp.Listener, n)
@@ -46,6 +55,7 @@ func topoConnect(t *testing.T, hosts []string, cfgs []Config) ([]*Communicator, 
 		}()
 	}
 	wg.Wait()
+	job := jobID(Rendezvous{Addrs: addrs})
 	t.Cleanup(func() {
 		for _, c := range cs {
 			if c != nil {
@@ -53,7 +63,7 @@ func topoConnect(t *testing.T, hosts []string, cfgs []Config) ([]*Communicator, 
 			}
 		}
 	})
-	return cs, errs
+	return cs, errs, job
 }
 
 func sameConfigs(n int, cfg Config) []Config {
@@ -225,6 +235,9 @@ func TestTopologySources(t *testing.T) {
 		{name: "different files", hosts: []string{"a", "b", "c", "d"},
 			cfgs:    []Config{with(func(c *Config) { c.TopoFile = fileA }), with(func(c *Config) { c.TopoFile = fileB }), with(func(c *Config) { c.TopoFile = fileA }), with(func(c *Config) { c.TopoFile = fileA })},
 			wantErr: "disagree on HCCL_GO_TOPO_FILE"},
+		{name: "different files, ranks sharing hosts", hosts: []string{"a", "a", "b", "b"},
+			cfgs:    []Config{with(func(c *Config) { c.TopoFile = fileA }), with(func(c *Config) { c.TopoFile = fileB }), with(func(c *Config) { c.TopoFile = fileA }), with(func(c *Config) { c.TopoFile = fileA })},
+			wantErr: "disagree on HCCL_GO_TOPO_FILE"},
 		{name: "missing file", hosts: []string{"a", "b"}, cfgs: sameConfigs(2, with(func(c *Config) { c.TopoFile = filepath.Join(dir, "none.json") })),
 			wantErr: "HCCL_GO_TOPO_FILE"},
 		{name: "file of another size", hosts: []string{"a", "b"}, cfgs: sameConfigs(2, with(func(c *Config) { c.TopoFile = fileA })),
@@ -234,16 +247,21 @@ func TestTopologySources(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			cs, errs := topoConnect(t, tc.hosts, tc.cfgs)
+			start := time.Now()
+			cs, errs, job := topoConnectJob(t, tc.hosts, tc.cfgs)
 			if tc.wantErr != "" {
+				// Every rank fails, saying why, within seconds (not the
+				// connect timeout), and leaves no segment in /dev/shm.
 				for r, err := range errs {
 					require.Error(t, err, "rank %d", r)
+					assert.Contains(t, err.Error(), tc.wantErr, "rank %d", r)
 				}
-				found := false
-				for _, err := range errs {
-					found = found || bytes.Contains([]byte(err.Error()), []byte(tc.wantErr))
+				assert.Less(t, time.Since(start), 5*time.Second, "the ranks failed only after %v", time.Since(start))
+				entries, err := os.ReadDir("/dev/shm")
+				require.NoError(t, err)
+				for _, e := range entries {
+					assert.NotContains(t, e.Name(), job, "a segment of the failed job left in /dev/shm")
 				}
-				assert.True(t, found, "no rank says %q: %v", tc.wantErr, errs)
 				return
 			}
 			requireConnected(t, cs, errs)
