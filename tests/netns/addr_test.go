@@ -117,10 +117,17 @@ func TestUnreachableAddressFailsEveryRank(t *testing.T) {
 				assert.Contains(t, o.Log, addrs[peer], "rank %d names rank %d's address", r, peer)
 				assert.Contains(t, o.Log, fmt.Sprintf("rank %d", peer), "rank %d", r)
 				assert.Contains(t, o.Log, "HCCL_GO_SOCKET_IFNAME", "rank %d", r)
+				// 5-6 s measured (at once for loopback); the bound leaves room
+				// for a loaded machine and is far below the connect timeout.
+				assert.Less(t, o.Elapsed, unreachableBound, "rank %d failed only after %v", r, o.Elapsed)
 			}
 		})
 	}
 }
+
+// unreachableBound is how long a rank may take to fail on an address its
+// peer cannot reach.
+const unreachableBound = 30 * time.Second
 
 // TestIPv6Addresses: the hosts have only IPv6 addresses; ranks publish
 // "[addr]:port" and connect, whether the address comes from the route to
