@@ -204,26 +204,25 @@ bool HcclGoBackend::mayReturnNoWork() const {
 }
 
 bool HcclGoBackend::allReduceNow(const at::Tensor& t, const Reduction& red, const char* op) {
-  checkNotForked(op);
-  uint64_t seq;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    checkOpenLocked(op);
-    if (coalesced_) {
-      return false;
-    }
-    seq = ++seqCollective_;
-  }
   Buffer b = bufferOf(t);
-  hcclGoResult_t r;
-  {
-    MaybeReleaseGil nogil;
-    r = hcclGoAllReduce(b.ptr, b.ptr, b.count, b.dtype, red.op, red.preMulScalar, comm_, stream(), nullptr);
+  return runNow(op, [&] {
+    return hcclGoAllReduce(b.ptr, b.ptr, b.count, b.dtype, red.op, red.preMulScalar, comm_, stream(), nullptr);
+  });
+}
+
+bool HcclGoBackend::takeSeqNow(const char* op, uint64_t* seq) {
+  checkNotForked(op);
+  std::lock_guard<std::mutex> lock(mu_);
+  checkOpenLocked(op);
+  if (coalesced_) {
+    return false;
   }
-  if (r != hcclGoSuccess) {
-    throwResult(r, comm_, "hccl_go: " + std::string(op) + " (op #" + std::to_string(seq) + ")", lastError(comm_));
-  }
+  *seq = ++seqCollective_;
   return true;
+}
+
+void HcclGoBackend::throwNow(hcclGoResult_t r, const char* op, uint64_t seq) const {
+  throwResult(r, comm_, "hccl_go: " + std::string(op) + " (op #" + std::to_string(seq) + ")", lastError(comm_));
 }
 
 bool HcclGoBackend::inForkedChild() const { return currentPid.load(std::memory_order_relaxed) != pid_; }

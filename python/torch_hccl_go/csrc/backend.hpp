@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "completion_queue.hpp"
+#include "gil.hpp"
 #include "hccl_go.h"
 #include "tensors.hpp"
 #include "work.hpp"
@@ -146,6 +147,29 @@ class HcclGoBackend : public c10d::Backend {
   // waited for.
   bool allReduceNow(const at::Tensor& t, const Reduction& red, const char* op);
 
+  // Runs one collective to completion right here, with no Work, as
+  // allReduceNow does: issueOp calls the library with a NULL work pointer
+  // (its blocking call, which runs the op at once on this thread when its
+  // stream is idle). Throws the op's error, named as its Work's would be.
+  // Returns false, having done nothing, inside a coalescing group. Callers
+  // check first that the call is blocking and may return no Work.
+  template <typename Call>
+  bool runNow(const char* op, Call&& issueOp) {
+    uint64_t seq = 0;
+    if (!takeSeqNow(op, &seq)) {
+      return false;
+    }
+    hcclGoResult_t r;
+    {
+      MaybeReleaseGil nogil;
+      r = issueOp();
+    }
+    if (r != hcclGoSuccess) {
+      throwNow(r, op, seq);
+    }
+    return true;
+  }
+
   // hcclGoCommInfo as a JSON string.
   std::string commInfo();
   hcclGoComm_t commHandle() const { return comm_; }
@@ -175,6 +199,15 @@ class HcclGoBackend : public c10d::Backend {
 
   // Throws if the backend was shut down or this is a forked child.
   void checkUsable(const char* op) const;
+  // runNow's first step: the checks and the op's number (false: inside a
+  // coalescing group, nothing taken); and its error.
+  bool takeSeqNow(const char* op, uint64_t* seq);
+  [[noreturn]] void throwNow(hcclGoResult_t r, const char* op, uint64_t seq) const;
+  // Whether a synchronous call with these options runs without a Work:
+  // blocking and nothing may look at a Work.
+  bool noWork(bool asyncOp, std::chrono::milliseconds opTimeout) const {
+    return blocking(asyncOp, opTimeout) && mayReturnNoWork();
+  }
   // A new Work for one torch call (tracked; added to the coalescing group
   // if one is open). Call after all argument checks.
   c10::intrusive_ptr<HcclGoWork> newWork(c10d::OpType type, const char* name, const std::vector<at::Tensor>& inputs,

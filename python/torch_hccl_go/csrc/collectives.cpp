@@ -96,6 +96,13 @@ c10::intrusive_ptr<c10d::Work> HcclGoBackend::broadcast(std::vector<at::Tensor>&
   at::Tensor& t = single(tensors, op, "tensor");
   checkRank(opts.rootRank, size_, op, "src");
   TORCH_CHECK_VALUE(opts.rootTensor == 0, "hccl_go: broadcast: src_tensor must be 0, got ", opts.rootTensor);
+  if (noWork(opts.asyncOp, opts.timeout) && t.is_contiguous()) {
+    Buffer b = bufferOf(t);
+    const int root = static_cast<int>(opts.rootRank);
+    if (runNow(op, [&] { return hcclGoBroadcast(b.ptr, b.ptr, b.count, b.dtype, root, comm_, stream(), nullptr); })) {
+      return {};
+    }
+  }
   auto work = newWork(c10d::OpType::BROADCAST, op, tensors, opts.timeout);
   {
     Issue is(*this, work, blocking(opts.asyncOp, opts.timeout));
@@ -117,7 +124,7 @@ c10::intrusive_ptr<c10d::Work> HcclGoBackend::allreduce(std::vector<at::Tensor>&
   Reduction red = reductionFor(opts.reduceOp, t.scalar_type(), op);
   // A synchronous call that returns no Work needs none: the op runs in
   // place, right here (the library's fast lane for small ones).
-  if (blocking(opts.asyncOp, opts.timeout) && t.is_contiguous() && mayReturnNoWork() && allReduceNow(t, red, op)) {
+  if (noWork(opts.asyncOp, opts.timeout) && t.is_contiguous() && allReduceNow(t, red, op)) {
     return {};
   }
   auto work = newWork(c10d::OpType::ALLREDUCE, op, tensors, opts.timeout);
@@ -163,6 +170,16 @@ c10::intrusive_ptr<c10d::Work> HcclGoBackend::reduce(std::vector<at::Tensor>& te
   checkRank(opts.rootRank, size_, op, "dst");
   TORCH_CHECK_VALUE(opts.rootTensor == 0, "hccl_go: reduce: dst_tensor must be 0, got ", opts.rootTensor);
   Reduction red = reductionFor(opts.reduceOp, t.scalar_type(), op);
+  if (noWork(opts.asyncOp, opts.timeout) && t.is_contiguous()) {
+    Buffer b = bufferOf(t);
+    const int root = static_cast<int>(opts.rootRank);
+    void* recv = root == rank_ ? b.ptr : nullptr;
+    if (runNow(op, [&] {
+          return hcclGoReduce(b.ptr, recv, b.count, b.dtype, red.op, red.preMulScalar, root, comm_, stream(), nullptr);
+        })) {
+      return {};
+    }
+  }
   auto work = newWork(c10d::OpType::REDUCE, op, tensors, opts.timeout);
   {
     Issue is(*this, work, blocking(opts.asyncOp, opts.timeout));
@@ -293,6 +310,15 @@ c10::intrusive_ptr<c10d::Work> HcclGoBackend::_allgather_base(at::Tensor& output
                                                               const c10d::AllgatherOptions& opts) {
   const char* op = "all_gather_into_tensor";
   checkAllgatherBase(outputBuffer, inputBuffer, op);
+  if (noWork(opts.asyncOp, opts.timeout) && inputBuffer.is_contiguous() && outputBuffer.is_contiguous() &&
+      (!overlaps(inputBuffer, outputBuffer) ||
+       inputBuffer.data_ptr() == static_cast<char*>(outputBuffer.data_ptr()) + rank_ * inputBuffer.nbytes())) {
+    Buffer bi = bufferOf(inputBuffer);
+    Buffer bo = bufferOf(outputBuffer);
+    if (runNow(op, [&] { return hcclGoAllGather(bi.ptr, bo.ptr, bi.count, bi.dtype, comm_, stream(), nullptr); })) {
+      return {};
+    }
+  }
   auto work = newWork(c10d::OpType::_ALLGATHER_BASE, op, {inputBuffer}, opts.timeout);
   {
     Issue is(*this, work, blocking(opts.asyncOp, opts.timeout));
@@ -400,6 +426,18 @@ c10::intrusive_ptr<c10d::Work> HcclGoBackend::_reduce_scatter_base(at::Tensor& o
   const char* op = "reduce_scatter_tensor";
   checkReduceScatterBase(outputBuffer, inputBuffer, op);
   Reduction red = reductionFor(opts.reduceOp, outputBuffer.scalar_type(), op);
+  if (noWork(opts.asyncOp, opts.timeout) && inputBuffer.is_contiguous() && outputBuffer.is_contiguous() &&
+      (!overlaps(inputBuffer, outputBuffer) ||
+       outputBuffer.data_ptr() == static_cast<char*>(inputBuffer.data_ptr()) + rank_ * outputBuffer.nbytes())) {
+    Buffer bi = bufferOf(inputBuffer);
+    Buffer bo = bufferOf(outputBuffer);
+    if (runNow(op, [&] {
+          return hcclGoReduceScatter(bi.ptr, bo.ptr, bo.count, bo.dtype, red.op, red.preMulScalar, comm_, stream(),
+                                     nullptr);
+        })) {
+      return {};
+    }
+  }
   auto work = newWork(c10d::OpType::_REDUCE_SCATTER_BASE, op, {inputBuffer}, opts.timeout);
   {
     Issue is(*this, work, blocking(opts.asyncOp, opts.timeout));
@@ -609,6 +647,10 @@ c10::intrusive_ptr<c10d::Work> HcclGoBackend::scatter(std::vector<at::Tensor>& o
 }
 
 c10::intrusive_ptr<c10d::Work> HcclGoBackend::barrier(const c10d::BarrierOptions& opts) {
+  if (noWork(opts.asyncOp, opts.timeout) &&
+      runNow("barrier", [&] { return hcclGoBarrier(comm_, stream(), nullptr); })) {
+    return {};
+  }
   auto work = newWork(c10d::OpType::BARRIER, "barrier", {}, opts.timeout);
   {
     Issue is(*this, work, blocking(opts.asyncOp, opts.timeout));
