@@ -75,6 +75,9 @@ type Communicator struct {
 
 	// singleCopy, one per arena, is its single-copy state.
 	singleCopy [numStreams]*intra.SingleCopy
+	// singleCopyGather is the all_gathers' own single-copy state on the
+	// same arena (HCCL_GO_SINGLE_COPY takes the two kinds apart).
+	singleCopyGather [numStreams]*intra.SingleCopy
 
 	mu        sync.Mutex
 	destroyed bool

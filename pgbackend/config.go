@@ -42,9 +42,11 @@ type Config struct {
 	// collectives in it, multi-host ones the intra-host phases of the
 	// hierarchical algorithms (collectives/hier), instead of messages.
 	ShmCollectives bool
-	// SingleCopy lets those collectives read peers' buffers directly
-	// (process_vm_readv) where the kernel allows it (intra.SingleCopy).
-	SingleCopy bool
+	// SingleCopy says which of those collectives read peers' buffers
+	// directly (process_vm_readv) where the kernel allows it
+	// (intra.SingleCopy): "auto" the all_gathers of its range, "1" those
+	// and the all_reduces of theirs, "0" none.
+	SingleCopy string
 	// FastLane runs small blocking all_reduces of those communicators at
 	// once on the calling thread when their stream is idle (lane.go).
 	FastLane bool
@@ -124,8 +126,8 @@ var Vars = []Var{
 		func(c *Config, v string) error { return setInt(&c.ChunkBytes, v, 0, 1<<30) }},
 	{"HCCL_GO_SHM_COLLECTIVES", "1", "`1`: ranks that share a host work directly in shared memory: the whole collective when all ranks share one host, the intra-host phases of the hierarchical algorithms across hosts; `0`: as messages over the shm transport.",
 		func(c *Config, v string) error { return setBool(&c.ShmCollectives, v) }},
-	{"HCCL_GO_SINGLE_COPY", "0", "`1`: the shared-memory all_reduce of 256 KiB to 1 MiB (at 2 ranks; 2 MiB/ranks beyond) and all_gather of 4 to 16 MiB of output read peers' buffers directly with process_vm_readv where the kernel allows it (probed once, all ranks agree, else shared memory); `0`: always staged through shared memory, which measured 1.3-2x as fast for that all_reduce on a 2-core VM (the kernel's copies pin every 4 KiB page) and 0.6-0.8x for that all_gather.",
-		func(c *Config, v string) error { return setBool(&c.SingleCopy, v) }},
+	{"HCCL_GO_SINGLE_COPY", "auto", "Which shared-memory collectives read peers' buffers directly with process_vm_readv where the kernel allows it (probed once per kind of op, all ranks agree, else staged through shared memory): `auto`: the all_gathers of 4 to 8 MiB of output (0.6-0.8x the staged time on a 2-core VM); `1`: those and the all_reduces of 256 KiB to 1 MiB (at 2 ranks; 2 MiB/ranks beyond), which measured 1.3-2x slower than staged there (the kernel's copies pin every 4 KiB page); `0`: none.",
+		func(c *Config, v string) error { return setEnum(&c.SingleCopy, v, "auto", "0", "1") }},
 	{"HCCL_GO_FAST_LANE", "1", "`1`: a blocking collective (the C API called with a NULL work pointer, torch's synchronous ops, `torch_hccl_go.all_reduce`) on a communicator whose ranks share this host runs at once on the calling thread when its stream is idle, with no work handle and no library thread: all_reduce, broadcast, reduce, all_gather, reduce_scatter, all_to_all and barrier; an all_reduce that the shared memory carries in one step (up to 256 KiB at 2 ranks) or in its reduce-scatter/all-gather pipeline (larger ones) runs in C without entering the Go runtime where it can; `0`: every op is queued.",
 		func(c *Config, v string) error { return setBool(&c.FastLane, v) }},
 	{"HCCL_GO_TOPO_PROBE", "auto", "Link probing at init: `1` on, `0` off, `auto`: on when the ranks span several hosts, number at most 16 and link at init (probing links every pair; see HCCL_GO_LAZY_LINKS).",

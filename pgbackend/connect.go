@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"fmt"
 
-	"github.com/hccl-go/hccl-go/collectives/intra"
 	"github.com/hccl-go/hccl-go/transport"
 	"github.com/hccl-go/hccl-go/transport/arena"
 	"github.com/hccl-go/hccl-go/transport/hybrid"
@@ -121,7 +120,7 @@ func connect(ctx context.Context, l *tcp.Listener, rv Rendezvous, cfg Config) (*
 			}
 			c.arenas[i] = a
 			if len(local) == size {
-				c.singleCopy[i] = intra.NewSingleCopy(cfg.SingleCopy)
+				c.singleCopy[i], c.singleCopyGather[i] = singleCopies(cfg.SingleCopy)
 			}
 		}
 		for _, p := range local {

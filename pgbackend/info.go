@@ -25,10 +25,12 @@ type Info struct {
 	// the fast lane, "c" in the C library's fast lane (set by export),
 	// "off" queued like any op.
 	FastLane string `json:"fast_lane"`
-	// SingleCopy is what the ranks agreed on reading peers' buffers in
-	// place on the default stream's arena (intra.SingleCopy.State:
-	// "undecided", "on", "off (why)"); "off" without an arena.
-	SingleCopy string `json:"single_copy"`
+	// SingleCopy and SingleCopyGather are what the ranks agreed on
+	// reading peers' buffers in place on the default stream's arena, for
+	// all_reduce and for all_gather (intra.SingleCopy.State: "undecided",
+	// "on", "off (why)"); "off" without an arena.
+	SingleCopy       string `json:"single_copy"`
+	SingleCopyGather string `json:"single_copy_gather"`
 	// Split describes a communicator split from another (split.go); nil
 	// for one that connected its own links.
 	Split *SplitInfo `json:"split,omitempty"`
@@ -67,7 +69,7 @@ func (c *Communicator) Info() Info {
 		StreamsPerPeer: c.cfg.StreamsPerPeer, ChunkBytes: c.cfg.ChunkBytes,
 		Sequence: c.lane.seq.Load(), GoMaxProcs: runtime.GOMAXPROCS(0), FastLane: "off",
 		Split: c.splitInfo(), NUMAGroups: c.Topology().NUMAGroups,
-		SingleCopy: c.singleCopy[StreamDefault].State(),
+		SingleCopy: c.singleCopy[StreamDefault].State(), SingleCopyGather: c.singleCopyGather[StreamDefault].State(),
 	}
 	if t := c.topo; t != nil && t.model != nil {
 		p := t.model.Params()

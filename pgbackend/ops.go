@@ -107,7 +107,7 @@ func (c *Communicator) AllGatherCall(send, recv []byte, stream int) (Call, error
 	o := c.pick(stream, topo.OpAllGather, len(recv), c.options("allgather", 0), movementAlgos)
 	return Call{stream, movement("allgather", len(recv), -1).algo(o), func(ctx context.Context, tag transport.Tag) error {
 		if a := c.arenaFor(stream, o); a != nil {
-			return intra.AllGatherWith(ctx, a, c.singleCopy[stream], uint64(tag), send, recv)
+			return intra.AllGatherWith(ctx, a, c.singleCopyGather[stream], uint64(tag), send, recv)
 		}
 		return c.allGather(ctx, stream, tag, send, recv, o)
 	}}, nil
@@ -245,6 +245,15 @@ func (c *Communicator) BarrierCall(stream int) (Call, error) {
 // there whole: the communicator lives on one host and no message algorithm
 // was forced for the op (HCCL_GO_ALGO=shm also selects the arena
 // explicitly).
+// singleCopies are an arena's single-copy states for all_reduce and for
+// all_gather under HCCL_GO_SINGLE_COPY mode (Config.SingleCopy). Each
+// kind of op has its own, so that its ranks agree on it at its first op in
+// its range whatever the mode says elsewhere: ranks of different modes
+// agree against it.
+func singleCopies(mode string) (reduce, gather *intra.SingleCopy) {
+	return intra.NewSingleCopy(mode == "1"), intra.NewSingleCopy(mode == "1" || mode == "auto")
+}
+
 func (c *Communicator) arenaFor(stream int, o collectives.Options) *arena.Arena {
 	if o.Algo != collectives.Auto && o.Algo != "shm" {
 		return nil

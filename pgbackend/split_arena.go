@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/hccl-go/hccl-go/collectives/intra"
 	"github.com/hccl-go/hccl-go/transport/arena"
 )
 
@@ -60,7 +59,8 @@ func (c *Communicator) connectSplitArenas(ctx context.Context, root *Communicato
 	if err != nil {
 		return fmt.Errorf("shared-memory arena of the split's ranks: %w", err)
 	}
-	c.arenas[StreamDefault], c.singleCopy[StreamDefault] = a, intra.NewSingleCopy(c.cfg.SingleCopy)
+	c.arenas[StreamDefault] = a
+	c.singleCopy[StreamDefault], c.singleCopyGather[StreamDefault] = singleCopies(c.cfg.SingleCopy)
 	for r, k := range c.transports {
 		if k != "self" && !strings.HasSuffix(k, "+arena") {
 			c.transports[r] = k + "+arena"

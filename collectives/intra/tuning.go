@@ -50,10 +50,10 @@ type tuning struct {
 	// on single-copy (min 0: never). Through torch at world 2 on the 2-core
 	// VM, staged against single-copy, two jobs each: 1 MiB 49-59 against
 	// 84-91 µs, 4 MiB 496-565 against 320-372, 8 MiB 954-1008 against
-	// 598-752, 32 MiB 2.5-4.3 against 3.5-4.7 ms, 128 MiB 10-17 against
-	// 19-21 ms (bench/results/2026-12-07/singlecopy-gather): below, the
-	// staged copies stay in cache; above, the kernel's whole-block copies
-	// do not.
+	// 598-752, 12 MiB 1.4 against 1.1-1.5 ms, 16 MiB 1.9 against 1.7-2.4,
+	// 32 MiB 2.5-4.3 against 3.5-4.7 ms, 128 MiB 10-17 against 19-21 ms
+	// (bench/results/2026-12-07/singlecopy-gather): below, the staged
+	// copies stay in cache; above, the kernel's whole-block copies do not.
 	singleCopyGatherMin, singleCopyGatherMax int
 }
 
@@ -70,7 +70,7 @@ func defaultTuning() tuning {
 		singleCopySlice: 256 << 10,
 
 		singleCopyGatherMin: 4 << 20,
-		singleCopyGatherMax: 16 << 20,
+		singleCopyGatherMax: 8 << 20,
 	}
 }
 

@@ -1,28 +1,33 @@
-"""Single-copy collectives through torch.distributed (HCCL_GO_SINGLE_COPY=1): the
-shared-memory all_gather of 4-16 MiB of output and all_reduce of 256 KiB-1 MiB (at 2
-ranks; 2 MiB/ranks beyond) read peers' buffers in place with process_vm_readv. The
-all_gathers alone make the ranks agree on it (comm_info's single_copy turns from
-"undecided" to "on"); every result, in and out of place, list and tensor forms, odd
-block sizes, equals the reference, bitwise alike on every rank. Where the kernel refuses
+"""Single-copy collectives through torch.distributed: the shared-memory all_gather of 4-8
+MiB of output (HCCL_GO_SINGLE_COPY=auto, the default, and 1) and all_reduce of 256 KiB-1
+MiB (at 2 ranks; 2 MiB/ranks beyond; 1 only) read peers' buffers in place with
+process_vm_readv. The all_gathers make the ranks agree on it for all_gather
+(comm_info's single_copy_gather turns from "undecided" to "on"), the all_reduces for
+all_reduce (single_copy: "on" with 1, "off" with auto, and with ranks whose settings
+differ); every result, in and out of place, list and tensor forms, odd block sizes,
+equals the reference, bitwise alike on every rank. Where the kernel refuses
 process_vm_readv between the ranks the test skips, saying so."""
 
 from __future__ import annotations
 
+import functools
+import os
+
 import pytest
-from harness import BACKEND, run_ranks
+from harness import BACKEND
+from reliability_launch import launch
 
 pytestmark = pytest.mark.skipif(BACKEND != "hccl_go", reason="hccl_go's single-copy protocol")
 
 MiB = 1 << 20
 
 
-def single_copy_job(ctx) -> dict:
+def single_copy_job(me: int, p: int, workdir: str) -> dict:
     import torch
     import torch.distributed as dist
     import torch_hccl_go
 
-    p, me = ctx.world_size, ctx.rank
-    before = torch_hccl_go.comm_info()["single_copy"]
+    before = torch_hccl_go.comm_info()["single_copy_gather"]
 
     def blocks(n: int, dtype, seed: int) -> list:
         return [
@@ -30,8 +35,8 @@ def single_copy_job(ctx) -> dict:
             for r in range(p)
         ]
 
-    # Blocks whose output is 4 MiB exactly, odd sizes within 4-16 MiB, and 16 MiB.
-    for out_bytes in (4 * MiB, 6 * MiB + 4 * p * 7, 16 * MiB):
+    # Blocks whose output is 4 MiB exactly, odd sizes within 4-8 MiB, and 8 MiB.
+    for out_bytes in (4 * MiB, 6 * MiB + 4 * p * 7, 8 * MiB):
         n = out_bytes // (4 * p)
         every = blocks(n, torch.float32, seed=n)
         want = torch.cat(every)
@@ -45,7 +50,7 @@ def single_copy_job(ctx) -> dict:
         outs = [torch.empty(n) for _ in range(p)]
         dist.all_gather(outs, every[me])
         assert all(torch.equal(outs[r], every[r]) for r in range(p)), f"all_gather (list) of {n} per rank"
-    after_gathers = torch_hccl_go.comm_info()["single_copy"]
+    after_gathers = torch_hccl_go.comm_info()["single_copy_gather"]
 
     # all_reduces in the single-copy range: integers in float32 add exactly.
     digests = []
@@ -56,17 +61,39 @@ def single_copy_job(ctx) -> dict:
         dist.all_reduce(t)
         assert torch.equal(t, sum(every[1:], every[0].clone())), f"all_reduce of {n} elements"
         digests.append(t.sum().item())
-    return {"before": before, "after_gathers": after_gathers, "digests": digests}
+    reduce_state = torch_hccl_go.comm_info()["single_copy"]
+    return {"before": before, "after_gathers": after_gathers, "reduce": reduce_state, "digests": digests}
 
 
-@pytest.mark.parametrize("world", [2, 3])
-def test_single_copy_collectives(world):
-    results = run_ranks(single_copy_job, world, env={"HCCL_GO_SINGLE_COPY": "1"}, timeout=180)
+def _set_mode(modes: list[str], rank: int, world: int, workdir: str) -> None:
+    if modes[rank]:
+        os.environ["HCCL_GO_SINGLE_COPY"] = modes[rank]
+    else:
+        os.environ.pop("HCCL_GO_SINGLE_COPY", None)
+
+
+def _run(world: int, modes: list[str]) -> list[dict]:
+    """single_copy_job with HCCL_GO_SINGLE_COPY=modes[rank] ("": unset, the default)."""
+    results, errors, codes = launch(
+        single_copy_job, world, op_timeout_s=60, deadline_s=180, before_init=functools.partial(_set_mode, modes)
+    )
+    assert not errors and sorted(results) == list(range(world)), (errors, codes)
+    return [results[r] for r in range(world)]
+
+
+@pytest.mark.parametrize(
+    "world,modes,want_reduce",
+    [(2, ["1", "1"], "on"), (3, ["1", "1", "1"], "on"), (2, ["", ""], "off"), (2, ["1", "auto"], "off")],
+    ids=["1-w2", "1-w3", "default-w2", "mixed-w2"],
+)
+def test_single_copy_collectives(world, modes, want_reduce):
+    results = _run(world, modes)
     states = {r["after_gathers"] for r in results}
     assert len(states) == 1, f"the ranks disagree on single-copy: {states}"
     state = states.pop()
     if state.startswith("off"):
-        pytest.skip(f"the kernel refuses process_vm_readv between the ranks here: single_copy is {state!r}")
+        pytest.skip(f"the kernel refuses process_vm_readv between the ranks here: single_copy_gather is {state!r}")
     assert all(r["before"] == "undecided" for r in results), results
-    assert state == "on", f"the all_gathers did not take the single-copy path: single_copy is {state!r}"
+    assert state == "on", f"the all_gathers did not take the single-copy path: single_copy_gather is {state!r}"
+    assert all(r["reduce"].startswith(want_reduce) for r in results), results
     assert len({tuple(r["digests"]) for r in results}) == 1, results
