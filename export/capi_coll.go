@@ -62,11 +62,6 @@ func handOver(e *commEntry, out *C.hcclGoWork_t, w *streams.Work, err error) C.h
 //export goAllReduce
 func goAllReduce(send, recv unsafe.Pointer, count C.size_t, dt C.hcclGoDataType_t, op C.hcclGoRedOp_t, preMul C.double, h C.hcclGoComm_t, stream C.int, out *C.hcclGoWork_t) (rc C.hcclGoResult_t) {
 	defer recoverPanic(&rc)
-	if out == nil {
-		if rc, ran := allReduceNow(send, recv, count, dt, op, preMul, h, stream); ran {
-			return rc
-		}
-	}
 	return issueCall(h, out, func(c *pgbackend.Communicator) (pgbackend.Call, error) {
 		d := reduce.DType(dt)
 		s, err := cBuf("sendbuff", send, count, d)
@@ -336,31 +331,4 @@ func goRecvAny(recv unsafe.Pointer, count C.size_t, dt C.hcclGoDataType_t, tag C
 		}
 		return c.RecvAny(r, uint32(tag), func(rank int) { *source = C.int(rank) })
 	})
-}
-
-// allReduceNow runs a blocking all_reduce in the communicator's fast lane
-// (pgbackend.AllReduceNow) when it may take it; ran false: it did not, the
-// caller issues it as usual (which also reports bad arguments).
-func allReduceNow(send, recv unsafe.Pointer, count C.size_t, dt C.hcclGoDataType_t, op C.hcclGoRedOp_t, preMul C.double, h C.hcclGoComm_t, stream C.int) (C.hcclGoResult_t, bool) {
-	e, err := lookupComm(h)
-	if err != nil {
-		return 0, false
-	}
-	d := reduce.DType(dt)
-	s, err := cBuf("sendbuff", send, count, d)
-	if err != nil {
-		return 0, false
-	}
-	r, err := cBuf("recvbuff", recv, count, d)
-	if err != nil {
-		return 0, false
-	}
-	ran, err := e.c.AllReduceNow(s, r, d, reduce.Op(op), float64(preMul), int(stream))
-	switch {
-	case !ran:
-		return 0, false
-	case err != nil:
-		return fail(e, err), true
-	}
-	return C.hcclGoSuccess, true
 }

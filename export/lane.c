@@ -1,7 +1,7 @@
 // lane.c: the C fast lane. A blocking all_reduce that the arena runs in one
 // epoch (one-shot, through the inline slots or the data halves), on a
 // communicator whose stream is idle, runs here from start to end without
-// entering the Go runtime: the same steps as pgbackend's AllReduceNow
+// entering the Go runtime: the same steps as pgbackend's RunNow
 // (pgbackend/lane.go) and the one-shot protocol of collectives/intra
 // (allreduce.go, lane.go, stamp.go), on the words the communicator shares
 // (lane.go registers them). Whatever is not the common case goes to Go: an
@@ -468,7 +468,7 @@ static int hg_lane_run(struct hg_lane* l, const void* send, void* recv, size_t c
   struct hg_lane_stream* s = &l->streams[stream];
   if (__atomic_load_n(l->off, __ATOMIC_ACQUIRE) || __atomic_load_n(s->closed, __ATOMIC_ACQUIRE)) return 0;
 
-  // Take the stream and the next sequence number, as AllReduceNow does.
+  // Take the stream and the next sequence number, as RunNow does.
   uint32_t free_ = 0;
   if (!__atomic_compare_exchange_n(l->issue, &free_, 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) return 0;
   free_ = 0;

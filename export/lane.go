@@ -101,7 +101,7 @@ func registerLane(h uint64, e *commEntry) {
 		}
 	}
 	laneComms.Store(h, e)
-	if C.hg_lane_register(l) == 0 { // every place taken: Go's lane serves it
+	if C.hg_lane_register(l) == 0 { // every place taken: RunNow serves its ops
 		laneComms.Delete(h)
 		C.free(unsafe.Pointer(l))
 		reg.pin.Unpin()

@@ -12,7 +12,7 @@
 
 #include "hccl_go.h"
 
-// The most streams and local ranks a C lane serves (beyond: Go's lane).
+// The most streams and local ranks a C lane serves (beyond: RunNow in Go).
 #define HG_LANE_MAX_STREAMS 4
 #define HG_LANE_MAX_RANKS 16
 

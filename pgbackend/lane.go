@@ -12,25 +12,23 @@ import (
 	"github.com/hccl-go/hccl-go/transport/arena"
 )
 
-// The fast lane. A blocking all_reduce that the arena runs in one epoch
-// (intra.LaneLimit: up to 256 KiB at 2 ranks, through the inline slots up to
-// 4 KiB, else the data halves; not in the single-copy range until the ranks
-// agreed against it, intra.LaneDeclines), on a communicator whose ranks share this
-// host, runs at once on the calling thread when its stream is idle: it
+// The fast lane. A blocking all_reduce on a communicator whose ranks share
+// this host runs at once on the calling thread when its stream is idle:
+// export's C lane (export/lane.c) runs the arena's one-shot protocol
+// (intra.LaneLimit: up to 256 KiB at 2 ranks) and its reduce-scatter/
+// all-gather pipeline (intra.LanePipeline) in C, without entering the Go
+// runtime, on the words of laneState, the stream's hold word, the arena's
+// raw view and the flight recorder (Lane hands it their addresses). It
 // holds the stream (the scheduler starts nothing there meanwhile,
-// streams.Stream.TryHold), takes the next sequence number, records itself
-// in the flight recorder as running, and runs the one-shot protocol in its
-// two halves (intra.StartLaneAllReduce, intra.FinishLaneAllReduce). No
-// Work, no scheduler lock, no timer, no allocation. The op is the same as when queued: same sequence number, same
-// epochs and stamp (so ranks that take the lane meet ranks that do not, and
-// a rank that calls another op fails alike), the op's deadline, failure
-// handling and errors (concludeOp), flight record and traffic count.
-//
-// Export's C fast lane (export/lane.c) does the same in C, without
-// entering the Go runtime: on the words of laneState, the stream's hold
-// word, the arena's raw view and the flight recorder (Lane hands it their
-// addresses). When a wait outlasts its spin, or a stamp differs, it hands
-// the op over to FinishLaneAllReduce, which finishes it here.
+// streams.Stream.TryHold), takes the next sequence number under the same
+// locks as queued ops, records itself in the flight recorder as running,
+// and posts the same epochs and stamps as the queued op would, so ranks
+// that take the lane meet ranks that do not and a rank that calls another
+// op fails alike. When a wait outlasts its spin, a stamp differs or a
+// kernel declines, it hands the op over to FinishLaneAllReduce or
+// FinishLanePipeline, which finish it here with the op's deadline, failure
+// handling and errors (concludeOp). What the C lane does not take runs at
+// once in Go through RunNow (now.go) when its stream is idle, or is queued.
 //
 // The lane applies when the settings leave all_reduce to the arena
 // (HCCL_GO_FAST_LANE on, HCCL_GO_ALGO auto or shm, no HCCL_GO_CHECK, no
@@ -76,19 +74,6 @@ func (c *Communicator) laneLimit(i int) int {
 	return intra.LaneLimit(c.arenas[i])
 }
 
-// laneArena returns the arena of stream and its lane limit when an
-// all_reduce of n bytes there may take the lane (besides the stream's
-// hold).
-func (c *Communicator) laneArena(stream, n int) (*arena.Arena, int) {
-	if stream < 0 || stream >= len(c.streams) || !c.laneOn() || c.lane.off.Load() != 0 {
-		return nil, 0
-	}
-	if limit := c.laneLimit(stream); n <= limit && !intra.LaneDeclines(c.arenas[stream], c.singleCopy[stream], n) {
-		return c.arenas[stream], limit
-	}
-	return nil, 0
-}
-
 // stopLane keeps ops from taking the fast lane from now on.
 func (c *Communicator) stopLane() { c.lane.off.Store(1) }
 
@@ -119,31 +104,6 @@ func (c *Communicator) laneDesc(seq uint64, stream, n int, dt reduce.DType, op r
 	d := reduction("allreduce", n, dt, op, -1)
 	d.Seq, d.Stream, d.Route, d.Algo = seq, stream, "arena", c.cfg.AlgoFor("allreduce")
 	return d
-}
-
-// AllReduceNow runs an all_reduce at once on the calling thread, in the
-// fast lane, when it may take it: it returns the op's status with ran
-// true. Otherwise it does nothing and returns ran false; the caller then
-// issues the op as usual (AllReduce). Arguments that AllReduce would
-// refuse never take the lane.
-func (c *Communicator) AllReduceNow(send, recv []byte, dt reduce.DType, op reduce.Op, preMul float64, stream int) (ran bool, err error) {
-	a, limit := c.laneArena(stream, len(send))
-	if a == nil || c.checkReduction("allreduce", dt, op, send, recv, len(send)) != nil ||
-		intra.CheckAllReduce(a, send, recv, dt, op) != nil {
-		return false, nil
-	}
-	seq, held := c.holdIdle(stream)
-	if !held {
-		return false, nil
-	}
-	lo := laneOp{desc: c.laneDesc(seq, stream, len(send), dt, op), start: c.clock.Now()}
-	lo.id = c.flight.addRunning(lo.desc, lo.start)
-	c.stats.call("allreduce")
-	e, err := intra.StartLaneAllReduce(a, limit, seq, send, recv, dt, op, preMul)
-	if err != nil {
-		return true, c.endLane(lo, nil, err)
-	}
-	return true, c.finishLane(lo, a, e, recv)
 }
 
 // holdIdle holds stream when it is idle and gives the op about to run

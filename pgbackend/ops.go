@@ -3,6 +3,7 @@ package pgbackend
 import (
 	"context"
 	"fmt"
+	"unsafe"
 
 	"github.com/hccl-go/hccl-go/collectives"
 	"github.com/hccl-go/hccl-go/collectives/intra"
@@ -24,10 +25,13 @@ func (c *Communicator) AllReduce(send, recv []byte, dt reduce.DType, op reduce.O
 }
 
 // AllReduceCall checks an all_reduce and makes its Call (see Submit and
-// RunNow; AllReduceNow is the fast lane of the small ones).
+// RunNow; export's C lane runs blocking all_reduces itself, lane.go).
 func (c *Communicator) AllReduceCall(send, recv []byte, dt reduce.DType, op reduce.Op, preMul float64, stream int) (Call, error) {
 	if err := c.checkReduction("allreduce", dt, op, send, recv, len(send)); err != nil {
 		return Call{}, err
+	}
+	if partialOverlap(send, recv) {
+		return Call{}, c.invalid("allreduce", "send and recv buffers partially overlap (they must be identical or disjoint)")
 	}
 	o, comp := c.pickAllReduce(stream, len(send), dt, op, c.options("allreduce", preMul))
 	return Call{stream, reduction("allreduce", len(send), dt, op, -1).algo(o).compressed(comp), func(ctx context.Context, tag transport.Tag) error {
@@ -292,6 +296,17 @@ func (c *Communicator) checkReduction(op string, dt reduce.DType, rop reduce.Op,
 		return c.invalid(op, "%d bytes is not a whole number of %s elements", want, dt)
 	}
 	return nil
+}
+
+// partialOverlap reports whether a and b share memory without being the
+// same bytes (in place).
+func partialOverlap(a, b []byte) bool {
+	if len(a) == 0 || len(b) == 0 {
+		return false
+	}
+	alo, blo := uintptr(unsafe.Pointer(unsafe.SliceData(a))), uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+	overlap := alo < blo+uintptr(len(b)) && blo < alo+uintptr(len(a))
+	return overlap && !(alo == blo && len(a) == len(b))
 }
 
 // checkCounts validates one count per rank and returns their sum.

@@ -4,18 +4,17 @@ import (
 	"context"
 	"unsafe"
 
-	"github.com/hccl-go/hccl-go/collectives/internal/args"
 	"github.com/hccl-go/hccl-go/collectives/reduce"
 	"github.com/hccl-go/hccl-go/transport/arena"
 )
 
 // The fast lane's all_reduce. A blocking all_reduce that AllReduceWith runs
-// as one-shot in a single epoch (pgbackend's fast lane) runs in two halves:
-// StartLaneAllReduce publishes this rank's input and posts the epoch,
-// FinishLaneAllReduce waits for the peers, checks their stamps and reduces.
-// Export's C fast lane runs both halves itself (export/lane.c) and hands
-// over to FinishLaneAllReduce only when a wait outlasts its spin, or a
-// stamp differs. The halves are exactly those of AllReduceWith (one-shot
+// as one-shot in a single epoch runs in two halves: the first publishes
+// this rank's input and posts the epoch, FinishLaneAllReduce waits for the
+// peers, checks their stamps and reduces. Export's C fast lane runs both
+// halves itself (export/lane.c) and hands over to FinishLaneAllReduce only
+// when a wait outlasts its spin, or a stamp differs (lane_test.go models
+// the first half in Go). The halves are exactly those of AllReduceWith (one-shot
 // inline up to an inline slot, else one-shot through the data halves in one
 // chunk, below the single-copy range), so ranks that take the lane and
 // ranks that do not meet in the same epoch, with the same stamp, and reduce
@@ -78,35 +77,10 @@ func AllReduceStamp(seq uint64, n int, dt reduce.DType, op reduce.Op) arena.Stam
 	return opStamp{kind: kindAllReduce, seq: seq, bytes: n, dt: dt, op: op, root: noRoot}.encode()
 }
 
-// CheckAllReduce returns the error AllReduce would refuse its arguments
-// with, or nil.
-func CheckAllReduce(a *arena.Arena, send, recv []byte, dt reduce.DType, op reduce.Op) error {
-	return checkAllReduce(a, send, recv, dt, op)
-}
-
-// StartLaneAllReduce is the first half of a one-epoch all_reduce (at most
-// limit = LaneLimit(a) bytes, not declined): it publishes send (scaled by preMul for
-// PreMulSum) in this rank's buffer of the next epoch and posts it, and
-// returns that epoch for FinishLaneAllReduce. On error nothing was posted.
-func StartLaneAllReduce(a *arena.Arena, limit int, seq uint64, send, recv []byte, dt reduce.DType, op reduce.Op, preMul float64) (uint64, error) {
-	if err := checkAllReduce(a, send, recv, dt, op); err != nil {
-		return 0, wrapOp("allreduce", a, seq, err)
-	}
-	if n := len(send); a.Size() < 2 || n > limit {
-		return 0, wrapOp("allreduce", a, seq, args.Invalidf("%d bytes on %d ranks do not take one epoch (limit %d)", n, a.Size(), limit))
-	}
-	if err := a.Begin(seq); err != nil {
-		return 0, wrapOp("allreduce", a, seq, err)
-	}
-	r := laneReduction(a, seq, len(send), dt, op, preMul)
-	e := a.Next()
-	publish(r.dt, r.op, r.preMul, laneBuffer(a, a.Index(), e, len(send)), send)
-	postFirst(a, e, r.stamp)
-	a.End(nil)
-	return e, nil
-}
-
-// FinishLaneAllReduce is the second half: it waits until every peer has
+// FinishLaneAllReduce is the second half of a one-epoch all_reduce whose
+// first half published this rank's input (scaled by preMul for PreMulSum)
+// in its buffer of epoch e and posted it with the op's stamp: it waits
+// until every peer has
 // posted epoch e (n = len(recv) bytes each), fails with ErrMismatch when
 // one runs another op, and reduces all buffers into recv in rank order. An
 // error other than a mismatch breaks the arena, as for AllReduce.

@@ -8,13 +8,36 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/hccl-go/hccl-go/collectives/internal/args"
 	"github.com/hccl-go/hccl-go/collectives/reduce"
 	"github.com/hccl-go/hccl-go/transport/arena"
 )
 
+// startLaneAllReduce is the first half, as export/lane.c runs it, of a one-epoch all_reduce (at most
+// limit = LaneLimit(a) bytes, not declined): it publishes send (scaled by preMul for
+// PreMulSum) in this rank's buffer of the next epoch and posts it, and
+// returns that epoch for FinishLaneAllReduce. On error nothing was posted.
+func startLaneAllReduce(a *arena.Arena, limit int, seq uint64, send, recv []byte, dt reduce.DType, op reduce.Op, preMul float64) (uint64, error) {
+	if err := checkAllReduce(a, send, recv, dt, op); err != nil {
+		return 0, wrapOp("allreduce", a, seq, err)
+	}
+	if n := len(send); a.Size() < 2 || n > limit {
+		return 0, wrapOp("allreduce", a, seq, args.Invalidf("%d bytes on %d ranks do not take one epoch (limit %d)", n, a.Size(), limit))
+	}
+	if err := a.Begin(seq); err != nil {
+		return 0, wrapOp("allreduce", a, seq, err)
+	}
+	r := laneReduction(a, seq, len(send), dt, op, preMul)
+	e := a.Next()
+	publish(r.dt, r.op, r.preMul, laneBuffer(a, a.Index(), e, len(send)), send)
+	postFirst(a, e, r.stamp)
+	a.End(nil)
+	return e, nil
+}
+
 // laneAllReduce runs an all_reduce through the two halves of the fast lane.
 func laneAllReduce(ctx context.Context, a *arena.Arena, seq uint64, send, recv []byte, dt reduce.DType, op reduce.Op, preMul float64) error {
-	e, err := StartLaneAllReduce(a, LaneLimit(a), seq, send, recv, dt, op, preMul)
+	e, err := startLaneAllReduce(a, LaneLimit(a), seq, send, recv, dt, op, preMul)
 	if err != nil {
 		return err
 	}
@@ -70,7 +93,7 @@ func TestLaneMismatchFailsEveryRankAndKeepsArena(t *testing.T) {
 func TestLaneFinishTimesOutAndNamesThePeer(t *testing.T) {
 	w := newWorld(t, 2, testArenaConfig(""))
 	buf := make([]byte, 8)
-	e, err := StartLaneAllReduce(w.arenas[0], LaneLimit(w.arenas[0]), 1, buf, buf, reduce.Float32, reduce.Sum, 0)
+	e, err := startLaneAllReduce(w.arenas[0], LaneLimit(w.arenas[0]), 1, buf, buf, reduce.Float32, reduce.Sum, 0)
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
@@ -85,9 +108,9 @@ func TestLaneRefusesWhatTakesMoreThanOneEpoch(t *testing.T) {
 	a := w.arenas[0]
 	limit := LaneLimit(a)
 	big := make([]byte, limit+4)
-	_, err := StartLaneAllReduce(a, limit, 1, big, big, reduce.Float32, reduce.Sum, 0)
+	_, err := startLaneAllReduce(a, limit, 1, big, big, reduce.Float32, reduce.Sum, 0)
 	require.ErrorIs(t, err, errInvalid())
-	_, err = StartLaneAllReduce(a, limit, 1, make([]byte, 8), make([]byte, 8), reduce.Float32, reduce.Bxor, 0)
+	_, err = startLaneAllReduce(a, limit, 1, make([]byte, 8), make([]byte, 8), reduce.Float32, reduce.Bxor, 0)
 	require.ErrorIs(t, err, errInvalid())
 	w.runOK(t, func(ctx context.Context, a *arena.Arena, _ int, seq uint64) error { return Barrier(ctx, a, seq) })
 }
