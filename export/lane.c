@@ -1,16 +1,17 @@
 // lane.c: the C fast lane. A blocking all_reduce that the arena runs in one
-// epoch (one-shot, through the inline slots or the data halves), on a
-// communicator whose stream is idle, runs here from start to end without
-// entering the Go runtime: the same steps as pgbackend's RunNow
-// (pgbackend/lane.go) and the one-shot protocol of collectives/intra
-// (allreduce.go, lane.go, stamp.go), on the words the communicator shares
-// (lane.go registers them). Whatever is not the common case goes to Go: an
-// op the lane does not take (a busy stream, arguments Go must judge, a
-// dtype and op whose scaling is Go's) runs on Go's path; an op whose wait
-// outlasts the arena's spin and yield budgets (1 ms by default), whose
-// peers' stamps differ, or whose reduction the kernels decline is handed
-// over, posted, to goLaneFinish, which finishes it with Go's wait
-// (deadline, dead peers, sleep), mismatch errors and failure handling.
+// epoch (one-shot, through the inline slots or the data halves) or as its
+// reduce-scatter/all-gather pipeline, on a communicator whose stream is
+// idle, runs here from start to end without entering the Go runtime: the
+// same steps as pgbackend's RunNow (pgbackend/lane.go) and the protocols
+// of collectives/intra (allreduce.go, rsag.go, lane.go, stamp.go), on the
+// words the communicator shares (lane.go registers them). Whatever is not
+// the common case goes to Go: an op the lane does not take (a busy stream,
+// arguments Go must judge, a dtype and op whose scaling is Go's) runs on
+// Go's path; an op whose wait outlasts the arena's spin and yield budgets
+// (1 ms by default), whose peers' stamps differ, or whose reduction the
+// kernels decline is handed over where it stands to goLaneFinish or
+// goLaneFinishPipeline, which finish it with Go's wait (deadline, dead
+// peers, sleep), mismatch errors and failure handling.
 #define _GNU_SOURCE
 #include "lane.h"
 
@@ -490,14 +491,7 @@ static int hg_lane_run(struct hg_lane* l, const void* send, void* recv, size_t c
   const int me = l->index, p = l->size;
   const uint64_t e = ++*s->epoch;
   const int par = (int)(e & 1);
-  if (n > 0) {
-    unsigned char* mine = hg_lane_buffer(l, s, par, me, n);
-    if (op == HG_PREMULSUM) {
-      hg_scale(l->isa, dt, mine, send, preMul, n);
-    } else {
-      memcpy(mine, send, n);
-    }
-  }
+  if (n > 0) hg_lane_publish(l, dt, op, preMul, hg_lane_buffer(l, s, par, me, n), send, n);
   hg_lane_post(l, s, e, stamp);
 
   // The second half (intra.FinishInlineAllReduce): wait, check, reduce.

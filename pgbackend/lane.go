@@ -92,13 +92,6 @@ func (c *Communicator) waitLane() {
 // (streams.Stream.Kick).
 func (c *Communicator) KickStream(i int) { c.streams[i].Kick() }
 
-// laneOp is an all_reduce in the fast lane.
-type laneOp struct {
-	desc  opDesc
-	id    uint64    // its flight recorder entry
-	start time.Time // when it started
-}
-
 // laneDesc describes an all_reduce of the fast lane.
 func (c *Communicator) laneDesc(seq uint64, stream, n int, dt reduce.DType, op reduce.Op) opDesc {
 	d := reduction("allreduce", n, dt, op, -1)
@@ -141,8 +134,9 @@ type LaneHandover struct {
 // their stamps, reduces, records the op's end and lets go of the stream.
 // Its error is the one the op would have had on the queued path.
 func (c *Communicator) FinishLaneAllReduce(h LaneHandover) error {
-	lo := laneOp{desc: c.laneDesc(h.Seq, h.Stream, len(h.Recv), h.DType, h.Op), id: h.ID, start: c.clock.At(h.Started)}
-	return c.finishLane(lo, c.arenas[h.Stream], h.Epoch, h.Recv)
+	return c.finishLane(h, func(ctx *opContext) error {
+		return intra.FinishLaneAllReduce(ctx, c.arenas[h.Stream], h.Seq, h.Epoch, h.Recv, h.DType, h.Op)
+	})
 }
 
 // LanePipelineHandover is an all_reduce pipeline that export's C fast
@@ -161,12 +155,9 @@ type LanePipelineHandover struct {
 // began (intra.FinishLanePipeline) within the op's deadline, records its
 // end and lets go of the stream, as FinishLaneAllReduce does.
 func (c *Communicator) FinishLanePipeline(h LanePipelineHandover) error {
-	lo := laneOp{desc: c.laneDesc(h.Seq, h.Stream, len(h.Recv), h.DType, h.Op), id: h.ID, start: c.clock.At(h.Started)}
-	var ctx opContext
-	ctx.init(c.ctx, lo.start.Add(c.cfg.Timeout), c.stats.kind("allreduce"))
-	defer ctx.release()
-	err := intra.FinishLanePipeline(&ctx, c.arenas[h.Stream], h.Seq, h.Epoch, h.Round, h.Waited, h.Send, h.Recv, h.DType, h.Op, h.PreMul)
-	return c.endLane(lo, &ctx, err)
+	return c.finishLane(h.LaneHandover, func(ctx *opContext) error {
+		return intra.FinishLanePipeline(ctx, c.arenas[h.Stream], h.Seq, h.Epoch, h.Round, h.Waited, h.Send, h.Recv, h.DType, h.Op, h.PreMul)
+	})
 }
 
 // NoteLanePlace records where the C fast lane's wait on stream runs
@@ -178,24 +169,16 @@ func (c *Communicator) NoteLanePlace(stream, j int, e uint64) {
 	}
 }
 
-// finishLane runs the second half of a fast-lane all_reduce whose input
-// is posted in epoch e, and ends it.
-func (c *Communicator) finishLane(lo laneOp, a *arena.Arena, e uint64, recv []byte) error {
+// finishLane finishes an op the C lane handed over: finish runs the rest
+// of it under the op's context (its deadline); then the op is concluded as
+// a queued one is (concludeOp) and its stream let go.
+func (c *Communicator) finishLane(h LaneHandover, finish func(ctx *opContext) error) error {
+	desc, start := c.laneDesc(h.Seq, h.Stream, len(h.Recv), h.DType, h.Op), c.clock.At(h.Started)
 	var ctx opContext
-	ctx.init(c.ctx, lo.start.Add(c.cfg.Timeout), c.stats.kind("allreduce"))
+	ctx.init(c.ctx, start.Add(c.cfg.Timeout), c.stats.kind("allreduce"))
 	defer ctx.release()
-	return c.endLane(lo, &ctx, intra.FinishLaneAllReduce(&ctx, a, lo.desc.Seq, e, recv, lo.desc.DType, lo.desc.RedOp))
-}
-
-// endLane ends a fast-lane op with err (concludeOp) and lets go of its
-// stream; ctx is the op's context (nil: it never got one).
-func (c *Communicator) endLane(lo laneOp, ctx *opContext, err error) error {
-	if ctx == nil {
-		ctx = &opContext{}
-		ctx.init(c.ctx, lo.start.Add(c.cfg.Timeout), nil)
-	}
-	_, err = c.concludeOp(lo.id, lo.desc, lo.start, ctx, err)
-	c.streams[lo.desc.Stream].Release()
+	_, err := c.concludeOp(h.ID, desc, start, &ctx, finish(&ctx))
+	c.streams[h.Stream].Release()
 	return err
 }
 
@@ -232,7 +215,7 @@ type LaneStream struct {
 	Arena arena.Raw
 	Limit int // the largest all_reduce in the lane, bytes (intra.LaneLimit; -1: none)
 	// The lane declines payloads from SingleCopyMin to SingleCopyMax bytes
-	// while *SingleCopyState is not SingleCopyOff (intra.LaneDeclines; nil:
+	// while *SingleCopyState is not SingleCopyOff (intra.SingleCopyWords; nil:
 	// never).
 	SingleCopyState              *int32
 	SingleCopyMin, SingleCopyMax int

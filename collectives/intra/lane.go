@@ -22,7 +22,8 @@ import (
 
 // LaneLimit is the largest all_reduce, in bytes, that AllReduceWith can run
 // on a in one stamped epoch: the fast lane runs up to it (-1: none, with
-// fewer than two local ranks), except where LaneDeclines. Payloads up to
+// fewer than two local ranks), except the single-copy range until the ranks
+// agreed against it (SingleCopyWords). Payloads up to
 // a.InlineBytes() lie in the inline slots, larger ones in the data halves.
 func LaneLimit(a *arena.Arena) int {
 	if a == nil || a.Size() < 2 {
@@ -32,16 +33,9 @@ func LaneLimit(a *arena.Arena) int {
 	return max(min(t.oneShotLimit(a.Size()), oneShotChunk(a, t)), a.InlineBytes())
 }
 
-// LaneDeclines reports whether an all_reduce of n bytes (at most
-// LaneLimit) must not take the lane because AllReduceWith, with sc, would
-// run it otherwise: in the single-copy range until the ranks have agreed
-// against single-copy (the agreement, and single-copy itself, take epochs
-// of their own). The C lane makes the same test on SingleCopyWords.
-func LaneDeclines(a *arena.Arena, sc *SingleCopy, n int) bool {
-	return sc.usable(n, a.Size(), defaultTuning())
-}
-
-// SingleCopyWords is what the C lane needs for LaneDeclines' test: the
+// SingleCopyWords is what the C lane needs to decline the single-copy
+// range until the ranks agreed against it (lane_test.go's laneDeclines is
+// the same test in Go): the
 // agreement's state word (SingleCopyOff once the ranks agreed against it),
 // and the smallest and largest payloads of the single-copy range among p
 // ranks (min 0: never; state nil: no single-copy state).
@@ -114,7 +108,7 @@ func laneReduction(a *arena.Arena, seq uint64, n int, dt reduce.DType, op reduce
 // the smallest all_reduce, in bytes, that AllReduceWith runs as the
 // pipeline (below it: one-shot; -1: none, with fewer than two local
 // ranks) and the bytes of each rank's slice per round. The single-copy
-// range is declined as for the lane (LaneDeclines).
+// range is declined as for one-shot (SingleCopyWords).
 func LanePipeline(a *arena.Arena) (minBytes, slot int) {
 	if a == nil || a.Size() < 2 {
 		return -1, 0

@@ -35,6 +35,15 @@ func startLaneAllReduce(a *arena.Arena, limit int, seq uint64, send, recv []byte
 	return e, nil
 }
 
+// laneDeclines reports whether an all_reduce of n bytes (at most
+// LaneLimit) must not take the lane because AllReduceWith, with sc, would
+// run it otherwise: in the single-copy range until the ranks have agreed
+// against single-copy (the agreement, and single-copy itself, take epochs
+// of their own). The C lane makes the same test on SingleCopyWords.
+func laneDeclines(a *arena.Arena, sc *SingleCopy, n int) bool {
+	return sc.usable(n, a.Size(), defaultTuning())
+}
+
 // laneAllReduce runs an all_reduce through the two halves of the fast lane.
 func laneAllReduce(ctx context.Context, a *arena.Arena, seq uint64, send, recv []byte, dt reduce.DType, op reduce.Op, preMul float64) error {
 	e, err := startLaneAllReduce(a, LaneLimit(a), seq, send, recv, dt, op, preMul)
@@ -143,7 +152,7 @@ func TestLaneDeclinesSingleCopyUntilAgreedOff(t *testing.T) {
 		{"undecided", scs[0], tu.singleCopyMin, true},
 		{"undecided, enabled", NewSingleCopy(true), tu.singleCopyMin, true},
 	} {
-		require.Equal(t, tc.want, LaneDeclines(w.arenas[0], tc.sc, tc.n), tc.name)
+		require.Equal(t, tc.want, laneDeclines(w.arenas[0], tc.sc, tc.n), tc.name)
 	}
 	state, lo, hi := SingleCopyWords(scs[0], 2)
 	require.Equal(t, scUndecided, *state)
@@ -157,7 +166,7 @@ func TestLaneDeclinesSingleCopyUntilAgreedOff(t *testing.T) {
 		w.runOK(t, func(ctx context.Context, a *arena.Arena, r int, seq uint64) error {
 			outs[r] = append([]byte(nil), inputs[r]...)
 			if lanes&(1<<r) != 0 {
-				require.False(t, LaneDeclines(a, scs[r], n), "round %d rank %d", round, r)
+				require.False(t, laneDeclines(a, scs[r], n), "round %d rank %d", round, r)
 				return laneAllReduce(ctx, a, seq, outs[r], outs[r], reduce.Float32, reduce.Sum, 0)
 			}
 			return AllReduceWith(ctx, a, scs[r], seq, outs[r], outs[r], reduce.Float32, reduce.Sum, 0)

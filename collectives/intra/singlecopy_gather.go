@@ -28,9 +28,8 @@ import (
 
 // AllGatherWith is AllGather that reads the peers' blocks in place with
 // process_vm_readv for recvs of singleCopyGatherMin to singleCopyGatherMax
-// bytes (4 to 8 MiB), where the
-// ranks agreed on it through sc (nil: never; every rank passes one or
-// none, as for AllReduceWith).
+// bytes (4 to 8 MiB), where the ranks agreed on it through sc (nil: never;
+// every rank passes one or none, as for AllReduceWith).
 func AllGatherWith(ctx context.Context, a *arena.Arena, sc *SingleCopy, seq uint64, send, recv []byte) error {
 	if err := checkAllGather(a, send, recv); err != nil {
 		return wrapOp("allgather", a, seq, err)

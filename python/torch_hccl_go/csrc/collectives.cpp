@@ -211,8 +211,7 @@ void HcclGoBackend::issueAllgatherBase(Issue& is, const at::Tensor& output, cons
   at::Tensor out = is.output(output, /*withData=*/false);
   // In place (FSDP) is input == output's block of this rank; any other
   // overlap gets a private copy of the input.
-  const auto* ownBlock = static_cast<const char*>(out.data_ptr()) + rank_ * in.nbytes();
-  if (overlaps(in, out) && static_cast<const char*>(in.data_ptr()) != ownBlock) {
+  if (!disjointOrOwnBlock(in, out, rank_)) {
     in = is.input(in.clone());
   }
   Buffer bi = bufferOf(in);
@@ -311,8 +310,7 @@ c10::intrusive_ptr<c10d::Work> HcclGoBackend::_allgather_base(at::Tensor& output
   const char* op = "all_gather_into_tensor";
   checkAllgatherBase(outputBuffer, inputBuffer, op);
   if (noWork(opts.asyncOp, opts.timeout) && inputBuffer.is_contiguous() && outputBuffer.is_contiguous() &&
-      (!overlaps(inputBuffer, outputBuffer) ||
-       inputBuffer.data_ptr() == static_cast<char*>(outputBuffer.data_ptr()) + rank_ * inputBuffer.nbytes())) {
+      disjointOrOwnBlock(inputBuffer, outputBuffer, rank_)) {
     Buffer bi = bufferOf(inputBuffer);
     Buffer bo = bufferOf(outputBuffer);
     if (runNow(op, [&] { return hcclGoAllGather(bi.ptr, bo.ptr, bi.count, bi.dtype, comm_, stream(), nullptr); })) {
@@ -365,8 +363,7 @@ void HcclGoBackend::issueReduceScatterBase(Issue& is, const at::Tensor& output, 
   at::Tensor out = is.output(output, /*withData=*/false);
   // In place is output == input's block of this rank; any other overlap
   // gets a private output.
-  const auto* ownBlock = static_cast<const char*>(in.data_ptr()) + rank_ * out.nbytes();
-  if (overlaps(in, out) && static_cast<const char*>(out.data_ptr()) != ownBlock) {
+  if (!disjointOrOwnBlock(out, in, rank_)) {
     at::Tensor tmp = is.temp(out.numel(), out);
     is.work().copyBackOnSuccess(output, tmp.view(output.sizes()));
     out = tmp;
@@ -427,8 +424,7 @@ c10::intrusive_ptr<c10d::Work> HcclGoBackend::_reduce_scatter_base(at::Tensor& o
   checkReduceScatterBase(outputBuffer, inputBuffer, op);
   Reduction red = reductionFor(opts.reduceOp, outputBuffer.scalar_type(), op);
   if (noWork(opts.asyncOp, opts.timeout) && inputBuffer.is_contiguous() && outputBuffer.is_contiguous() &&
-      (!overlaps(inputBuffer, outputBuffer) ||
-       outputBuffer.data_ptr() == static_cast<char*>(inputBuffer.data_ptr()) + rank_ * outputBuffer.nbytes())) {
+      disjointOrOwnBlock(outputBuffer, inputBuffer, rank_)) {
     Buffer bi = bufferOf(inputBuffer);
     Buffer bo = bufferOf(outputBuffer);
     if (runNow(op, [&] {

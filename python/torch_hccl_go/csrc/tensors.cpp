@@ -296,4 +296,9 @@ bool overlaps(const at::Tensor& a, const at::Tensor& b) {
   return a0 < b1 && b0 < a1;
 }
 
+bool disjointOrOwnBlock(const at::Tensor& block, const at::Tensor& whole, int64_t rank) {
+  const auto* own = static_cast<const char*>(whole.data_ptr()) + rank * block.nbytes();
+  return !overlaps(block, whole) || static_cast<const char*>(block.data_ptr()) == own;
+}
+
 }  // namespace hccl_go

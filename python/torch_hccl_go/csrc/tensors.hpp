@@ -63,4 +63,9 @@ std::optional<at::Tensor> flatViewOf(const std::vector<at::Tensor>& ts);
 // True if the memory of a and b overlaps.
 bool overlaps(const at::Tensor& a, const at::Tensor& b);
 
+// True if block and whole share no memory, or block is exactly rank's
+// block of whole (the in-place layout of all_gather_into_tensor's input and
+// reduce_scatter_tensor's output).
+bool disjointOrOwnBlock(const at::Tensor& block, const at::Tensor& whole, int64_t rank);
+
 }  // namespace hccl_go
