@@ -283,6 +283,7 @@ func goCommInfo(h C.hcclGoComm_t, buf *C.char, length C.size_t) (rc C.hcclGoResu
 	info := e.c.Info()
 	if e.lane != nil {
 		info.FastLane = "c"
+		info.FastLaneOps = laneRan(uint64(h))
 	}
 	b, err := json.Marshal(info)
 	if err != nil {

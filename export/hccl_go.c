@@ -252,8 +252,15 @@ hcclGoResult_t hcclGoAllReduce(const void* sendbuff, void* recvbuff, size_t coun
   return goAllReduce((void*)sendbuff, recvbuff, count, datatype, op, preMulScalar, comm, stream, work);
 }
 
+// A blocking broadcast, reduce, all_gather, reduce_scatter or barrier first
+// tries the C fast lane too (lane.c), which runs the one-epoch cases.
 hcclGoResult_t hcclGoBroadcast(const void* sendbuff, void* recvbuff, size_t count, hcclGoDataType_t datatype, int root,
                                hcclGoComm_t comm, int stream, hcclGoWork_t* work) {
+  hcclGoResult_t r;
+  if (work == NULL && !hccl_go_forked() &&
+      hg_lane_broadcast(sendbuff, recvbuff, count, datatype, root, comm, stream, &r)) {
+    return r;
+  }
   HCCL_GO_ENTER();
   return goBroadcast((void*)sendbuff, recvbuff, count, datatype, root, comm, stream, work);
 }
@@ -261,12 +268,22 @@ hcclGoResult_t hcclGoBroadcast(const void* sendbuff, void* recvbuff, size_t coun
 hcclGoResult_t hcclGoReduce(const void* sendbuff, void* recvbuff, size_t count, hcclGoDataType_t datatype,
                             hcclGoRedOp_t op, double preMulScalar, int root, hcclGoComm_t comm, int stream,
                             hcclGoWork_t* work) {
+  hcclGoResult_t r;
+  if (work == NULL && !hccl_go_forked() &&
+      hg_lane_reduce(sendbuff, recvbuff, count, datatype, op, preMulScalar, root, comm, stream, &r)) {
+    return r;
+  }
   HCCL_GO_ENTER();
   return goReduce((void*)sendbuff, recvbuff, count, datatype, op, preMulScalar, root, comm, stream, work);
 }
 
 hcclGoResult_t hcclGoAllGather(const void* sendbuff, void* recvbuff, size_t sendcount, hcclGoDataType_t datatype,
                                hcclGoComm_t comm, int stream, hcclGoWork_t* work) {
+  hcclGoResult_t r;
+  if (work == NULL && !hccl_go_forked() &&
+      hg_lane_allgather(sendbuff, recvbuff, sendcount, datatype, comm, stream, &r)) {
+    return r;
+  }
   HCCL_GO_ENTER();
   return goAllGather((void*)sendbuff, recvbuff, sendcount, datatype, comm, stream, work);
 }
@@ -274,6 +291,11 @@ hcclGoResult_t hcclGoAllGather(const void* sendbuff, void* recvbuff, size_t send
 hcclGoResult_t hcclGoReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount, hcclGoDataType_t datatype,
                                    hcclGoRedOp_t op, double preMulScalar, hcclGoComm_t comm, int stream,
                                    hcclGoWork_t* work) {
+  hcclGoResult_t r;
+  if (work == NULL && !hccl_go_forked() &&
+      hg_lane_reduce_scatter(sendbuff, recvbuff, recvcount, datatype, op, preMulScalar, comm, stream, &r)) {
+    return r;
+  }
   HCCL_GO_ENTER();
   return goReduceScatter((void*)sendbuff, recvbuff, recvcount, datatype, op, preMulScalar, comm, stream, work);
 }
@@ -319,6 +341,8 @@ hcclGoResult_t hcclGoScatter(const void* sendbuff, void* recvbuff, size_t count,
 }
 
 hcclGoResult_t hcclGoBarrier(hcclGoComm_t comm, int stream, hcclGoWork_t* work) {
+  hcclGoResult_t r;
+  if (work == NULL && !hccl_go_forked() && hg_lane_barrier(comm, stream, &r)) return r;
   HCCL_GO_ENTER();
   return goBarrier(comm, stream, work);
 }

@@ -1,16 +1,18 @@
 // lane.c: the C fast lane. A blocking all_reduce that the arena runs in one
 // epoch (one-shot, through the inline slots or the data halves) or as its
-// reduce-scatter/all-gather pipeline, on a communicator whose stream is
-// idle, runs here from start to end without entering the Go runtime: the
+// reduce-scatter/all-gather pipeline, and a blocking broadcast, all_gather
+// or barrier that it runs in one epoch, on a communicator whose stream is
+// idle, run here from start to end without entering the Go runtime: the
 // same steps as pgbackend's RunNow (pgbackend/lane.go) and the protocols
-// of collectives/intra (allreduce.go, rsag.go, lane.go, stamp.go), on the
-// words the communicator shares (lane.go registers them). Whatever is not
+// of collectives/intra (allreduce.go, rsag.go, lane.go, lane_ops.go,
+// stamp.go), on the words the communicator shares (lane.go registers
+// them). Whatever is not
 // the common case goes to Go: an op the lane does not take (a busy stream,
 // arguments Go must judge, a dtype and op whose scaling is Go's) runs on
 // Go's path; an op whose wait outlasts the arena's spin and yield budgets
 // (1 ms by default), whose peers' stamps differ, or whose reduction the
-// kernels decline is handed over where it stands to goLaneFinish or
-// goLaneFinishPipeline, which finish it with Go's wait (deadline, dead
+// kernels decline is handed over where it stands to goLaneFinish,
+// goLaneFinishPipeline or goLaneFinishMove, which finish it with Go's wait (deadline, dead
 // peers, sleep), mismatch errors and failure handling.
 #define _GNU_SOURCE
 #include "lane.h"
@@ -178,10 +180,21 @@ static void hg_flight_unlock(const struct hg_lane* l) {
   __atomic_store_n((uint32_t*)(l->flight + l->layout.lock), 0, __ATOMIC_RELEASE);
 }
 
-// hg_flight_record records a lane op that started at t0: done at t1, or
-// running (t1 0). It returns the op's id.
-static uint64_t hg_flight_record(const struct hg_lane* l, int stream, uint64_t seq, size_t n, int dt, int op,
-                                 int64_t t0, int64_t t1) {
+// A lane op as the flight recorder and the hand-overs see it.
+struct hg_lane_op {
+  uint64_t desc;  // its flight record desc without dtype, op and stream
+  int stream;
+  uint64_t seq;
+  size_t n;    // bytes, as its record counts them
+  int dt, op;  // -1 for the data movers
+  int root;    // -1: none
+  int64_t t0;  // when it started
+  int which;   // its counter in hg_lane's ran (0: all_reduce)
+};
+
+// hg_flight_record records lane op o: done at t1, or running (t1 0). It
+// returns the record's id.
+static uint64_t hg_flight_record(const struct hg_lane* l, const struct hg_lane_op* o, int64_t t1) {
   const struct hg_flight_layout* f = &l->layout;
   hg_flight_lock(l);
   uint64_t* next = HG_WORD(l->flight, f->next);
@@ -189,26 +202,26 @@ static uint64_t hg_flight_record(const struct hg_lane* l, int stream, uint64_t s
   if (l->ring != NULL) {
     unsigned char* s = l->ring + (id % l->ring_len) * f->slot_size;
     *HG_WORD(s, f->id) = id;
-    *HG_WORD(s, f->seq) = seq;
-    *HG_WORD(s, f->bytes) = n;
-    *HG_WORD(s, f->desc) = l->desc | (uint64_t)(uint8_t)(dt + 1) << l->desc_dtype |
-                           (uint64_t)(uint8_t)(op + 1) << l->desc_op |
-                           (uint64_t)(uint8_t)(stream + 1) << l->desc_stream;
+    *HG_WORD(s, f->seq) = o->seq;
+    *HG_WORD(s, f->bytes) = o->n;
+    *HG_WORD(s, f->desc) = o->desc | (uint64_t)(uint8_t)(o->dt + 1) << l->desc_dtype |
+                           (uint64_t)(uint8_t)(o->op + 1) << l->desc_op |
+                           (uint64_t)(uint8_t)(o->stream + 1) << l->desc_stream;
     *HG_WORD(s, f->state) = t1 ? l->state_done : l->state_running;
-    *HG_WORD(s, f->root_peer) = UINT64_MAX;  // root -1, peer -1
+    *HG_WORD(s, f->root_peer) = (uint64_t)(uint32_t)o->root | (uint64_t)UINT32_MAX << 32;  // peer -1
     *HG_WORD(s, f->tag) = 0;
     *HG_WORD(s, f->counts) = 0;
-    *HG_WORD(s, f->enqueued) = (uint64_t)t0;
-    *HG_WORD(s, f->started) = (uint64_t)t0;
+    *HG_WORD(s, f->enqueued) = (uint64_t)o->t0;
+    *HG_WORD(s, f->started) = (uint64_t)o->t0;
     *HG_WORD(s, f->ended) = (uint64_t)t1;
   }
-  unsigned char* p = l->flight + f->progress + (size_t)stream * f->progress_size;
-  *HG_WORD(p, f->progress_started) = seq;
+  unsigned char* p = l->flight + f->progress + (size_t)o->stream * f->progress_size;
+  *HG_WORD(p, f->progress_started) = o->seq;
   if (t1) {
-    *HG_WORD(p, f->progress_ended) = seq;
+    *HG_WORD(p, f->progress_ended) = o->seq;
     *HG_WORD(p, f->progress_since) = 0;
   } else {
-    *HG_WORD(p, f->progress_since) = (uint64_t)t0;
+    *HG_WORD(p, f->progress_since) = (uint64_t)o->t0;
   }
   hg_flight_unlock(l);
   return id;
@@ -306,10 +319,22 @@ static int hg_lane_stamps_agree(const struct hg_lane* l, const struct hg_lane_st
   return 1;
 }
 
-// hg_lane_stamp writes intra.AllReduceStamp(seq, n, dt, op): allreduce,
-// dtype, op, no root; sequence number; bytes.
-static void hg_lane_stamp(unsigned char* stamp, uint64_t seq, size_t n, int dt, int op) {
-  hg_put_le64(stamp, 1u | (uint64_t)(uint8_t)dt << 8 | (uint64_t)(uint8_t)op << 16 | (uint64_t)UINT32_MAX << 32);
+// The collectives as stamps number them (intra's opKind).
+enum {
+  HG_KIND_ALLREDUCE = 1,
+  HG_KIND_REDUCE = 2,
+  HG_KIND_BROADCAST = 3,
+  HG_KIND_ALLGATHER = 4,
+  HG_KIND_REDUCESCATTER = 5,
+  HG_KIND_BARRIER = 7
+};
+
+// hg_lane_stamp writes intra's opStamp.encode() of an op of kind: kind,
+// dtype, reduce op (0 for the data movers), root (a local index, -1:
+// none); sequence number; bytes (an all_gather's: each rank's block).
+static void hg_lane_stamp(unsigned char* stamp, int kind, uint64_t seq, size_t n, int dt, int op, int root) {
+  hg_put_le64(stamp, (uint64_t)(uint8_t)kind | (uint64_t)(uint8_t)dt << 8 | (uint64_t)(uint8_t)op << 16 |
+                         (uint64_t)(uint32_t)root << 32);
   hg_put_le64(stamp + 8, seq);
   hg_put_le64(stamp + 16, n);
 }
@@ -331,20 +356,20 @@ static void hg_lane_release(const struct hg_lane* l, int stream) {
   }
 }
 
-// hg_lane_done ends a lane op that succeeded: its flight record, the
+// hg_lane_done ends lane op o, which succeeded: its flight record, the
 // stream let go, the result; it returns 1 (the op ran).
-static int hg_lane_done(struct hg_lane* l, int stream, uint64_t seq, size_t n, int dt, int op, int64_t t0,
-                        hcclGoResult_t* result) {
-  hg_flight_record(l, stream, seq, n, dt, op, t0, hg_lane_time(l));
-  hg_lane_release(l, stream);
+static int hg_lane_done(struct hg_lane* l, const struct hg_lane_op* o, hcclGoResult_t* result) {
+  hg_flight_record(l, o, hg_lane_time(l));
+  __atomic_add_fetch(&l->ran[o->which], 1, __ATOMIC_RELAXED);
+  hg_lane_release(l, o->stream);
   *result = hcclGoSuccess;
   return 1;
 }
 
-// hg_lane_hand_over records a lane op as running and readies the thread
+// hg_lane_hand_over records lane op o as running and readies the thread
 // for Go, which finishes it; it returns the op's flight record id.
-static uint64_t hg_lane_hand_over(struct hg_lane* l, int stream, uint64_t seq, size_t n, int dt, int op, int64_t t0) {
-  uint64_t id = hg_flight_record(l, stream, seq, n, dt, op, t0, 0);
+static uint64_t hg_lane_hand_over(struct hg_lane* l, const struct hg_lane_op* o) {
+  uint64_t id = hg_flight_record(l, o, 0);
   hccl_go_entering();
   return id;
 }
@@ -385,11 +410,11 @@ static void hg_lane_publish(const struct hg_lane* l, int dt, int op, double preM
 // round copies the results of the last window. A wait that outlasts the
 // spin, a stamp that differs or a kernel that declines hands the op over
 // to Go in the round it is in (goLaneFinishPipeline).
-static int hg_lane_pipeline(struct hg_lane* l, struct hg_lane_stream* s, int stream, uint64_t seq, int64_t t0,
+static int hg_lane_pipeline(struct hg_lane* l, struct hg_lane_stream* s, const struct hg_lane_op* o,
                             const unsigned char* stamp, const void* send, void* recv, size_t count, int dt, int op,
                             double preMul, hcclGoResult_t* result) {
-  const int me = l->index, p = l->size;
-  const size_t es = hg_dtype_size[dt], n = count * es, slot = s->pipe_slot, per = slot / es, res = (size_t)p * slot;
+  const int me = l->index, p = l->size, stream = o->stream;
+  const size_t es = hg_dtype_size[dt], slot = s->pipe_slot, per = slot / es, res = (size_t)p * slot;
   const size_t rounds = (count + (size_t)p * per - 1) / ((size_t)p * per);
   const int own_shared = op == HG_PREMULSUM;  // PreMulSum reduces scaled inputs: the own one is published too
   const long divisor = op == HG_AVG ? p : 1;
@@ -441,35 +466,28 @@ static int hg_lane_pipeline(struct hg_lane* l, struct hg_lane_stream* s, int str
       }
     }
   }
-  return hg_lane_done(l, stream, seq, n, dt, op, t0, result);
+  return hg_lane_done(l, o, result);
 
 handover:;
-  uint64_t id = hg_lane_hand_over(l, stream, seq, n, dt, op, t0);
-  *result =
-      goLaneFinishPipeline(l->comm, stream, seq, id, e, (int)k, waited, t0, (void*)send, recv, count, dt, op, preMul);
+  uint64_t id = hg_lane_hand_over(l, o);
+  *result = goLaneFinishPipeline(l->comm, stream, o->seq, id, e, (int)k, waited, o->t0, (void*)send, recv, count, dt,
+                                 op, preMul);
   return 1;
 }
 
-static int hg_lane_run(struct hg_lane* l, const void* send, void* recv, size_t count, int dt, int op, double preMul,
-                       int stream, hcclGoResult_t* result) {
-  if (stream < 0 || stream >= l->nstreams || !l->streams[stream].on || !hg_lane_takes(dt, op)) return 0;
-  size_t es = hg_dtype_size[dt];
-  const struct hg_lane_stream* st = &l->streams[stream];
-  int pipeline = count > st->limit / es;  // else one-shot, one epoch
-  if (pipeline && (st->pipe_min == 0 || count > SIZE_MAX / es || count * es < st->pipe_min)) return 0;
-  size_t n = count * es;
-  if (st->sc_state != NULL && n >= st->sc_min && n <= st->sc_max &&
-      __atomic_load_n(st->sc_state, __ATOMIC_ACQUIRE) != st->sc_off)
-    return 0;
-  if (n > 0) {
-    if (send == NULL || recv == NULL) return 0;
-    const char *s0 = send, *r0 = recv;
-    if (s0 != r0 && s0 < r0 + n && r0 < s0 + n) return 0;  // partial overlap: Go's error
-  }
-  struct hg_lane_stream* s = &l->streams[stream];
-  if (__atomic_load_n(l->off, __ATOMIC_ACQUIRE) || __atomic_load_n(s->closed, __ATOMIC_ACQUIRE)) return 0;
+// hg_lane_usable reports whether an op may take stream's lane now: the
+// stream has an arena and the communicator has not failed, nor the arena
+// closed.
+static int hg_lane_usable(const struct hg_lane* l, int stream) {
+  if (stream < 0 || stream >= l->nstreams || !l->streams[stream].on) return 0;
+  return !__atomic_load_n(l->off, __ATOMIC_ACQUIRE) && !__atomic_load_n(l->streams[stream].closed, __ATOMIC_ACQUIRE);
+}
 
-  // Take the stream and the next sequence number, as RunNow does.
+// hg_lane_begin takes the stream and the next sequence number for op o, as
+// RunNow does, and counts a call in calls; 0 when the stream is busy or an
+// op is being queued (the op then goes to Go).
+static int hg_lane_begin(struct hg_lane* l, struct hg_lane_op* o, int64_t* calls) {
+  struct hg_lane_stream* s = &l->streams[o->stream];
   uint32_t free_ = 0;
   if (!__atomic_compare_exchange_n(l->issue, &free_, 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) return 0;
   free_ = 0;
@@ -477,45 +495,320 @@ static int hg_lane_run(struct hg_lane* l, const void* send, void* recv, size_t c
     __atomic_store_n(l->issue, 0, __ATOMIC_RELEASE);
     return 0;
   }
-  uint64_t seq = __atomic_add_fetch(l->seq, 1, __ATOMIC_SEQ_CST);
+  o->seq = __atomic_add_fetch(l->seq, 1, __ATOMIC_SEQ_CST);
   __atomic_store_n(l->issue, 0, __ATOMIC_RELEASE);
-  int64_t t0 = hg_lane_time(l);
-  __atomic_add_fetch(l->calls, 1, __ATOMIC_RELAXED);
+  o->t0 = hg_lane_time(l);
+  __atomic_add_fetch(calls, 1, __ATOMIC_RELAXED);
+  return 1;
+}
 
+// hg_overlaps reports whether [a, a+n) and [b, b+m) share a byte.
+static int hg_overlaps(const void* a, size_t n, const void* b, size_t m) {
+  const char *x = a, *y = b;
+  return n > 0 && m > 0 && x < y + m && y < x + n;
+}
+
+// hg_lane_reduce_all reduces the p buffers of epoch parity par (n bytes
+// each, the inline slots or the data halves) into recv in rank order, and
+// divides for Avg (intra's reduceInto and finishAvg); 0 when a kernel
+// declines, on its first block, before writing recv.
+static int hg_lane_reduce_all(const struct hg_lane* l, const struct hg_lane_stream* s, int par, int dt, int op,
+                              void* recv, size_t n) {
+  int ok = hg_reduce(l->isa, dt, op, recv, hg_lane_buffer(l, s, par, 0, n), hg_lane_buffer(l, s, par, 1, n), n);
+  for (int j = 2; ok && j < l->size; j++)
+    ok = hg_reduce(l->isa, dt, op, recv, recv, hg_lane_buffer(l, s, par, j, n), n);
+  if (ok && op == HG_AVG) ok = hg_divide(l->isa, dt, recv, l->size, n);
+  return ok;
+}
+
+// hg_lane_run runs an all_reduce (root -1) or a reduce to root: one-shot
+// in one epoch (intra's StartInlineAllReduce and FinishLaneAllReduce or
+// FinishLaneReduce), or an all_reduce's pipeline. The stream's limits were
+// checked by the caller.
+static int hg_lane_run(struct hg_lane* l, const void* send, void* recv, size_t count, int dt, int op, double preMul,
+                       int root, int stream, int pipeline, hcclGoResult_t* result) {
+  struct hg_lane_stream* s = &l->streams[stream];
+  const size_t n = count * hg_dtype_size[dt];
+  const int me = l->index, reducing = root < 0 ? HG_KIND_ALLREDUCE : HG_KIND_REDUCE;
+  struct hg_lane_op o = {.desc = l->desc, .stream = stream, .n = n, .dt = dt, .op = op, .root = root};
+  int64_t* calls = l->calls;
+  if (root >= 0) {
+    o.desc = l->ops[HG_OP_REDUCE].desc;
+    o.which = HG_OP_REDUCE + 1;
+    calls = l->ops[HG_OP_REDUCE].calls;
+  }
+  if (!hg_lane_begin(l, &o, calls)) return 0;
   unsigned char stamp[HG_STAMP_BYTES];
-  hg_lane_stamp(stamp, seq, n, dt, op);
-  if (pipeline) return hg_lane_pipeline(l, s, stream, seq, t0, stamp, send, recv, count, dt, op, preMul, result);
+  hg_lane_stamp(stamp, reducing, o.seq, n, dt, op, root);
+  if (pipeline) return hg_lane_pipeline(l, s, &o, stamp, send, recv, count, dt, op, preMul, result);
 
   // The first half: publish the input and post the stamped epoch
   // (intra.StartInlineAllReduce, arena.PostStamped).
-  const int me = l->index, p = l->size;
   const uint64_t e = ++*s->epoch;
   const int par = (int)(e & 1);
   if (n > 0) hg_lane_publish(l, dt, op, preMul, hg_lane_buffer(l, s, par, me, n), send, n);
   hg_lane_post(l, s, e, stamp);
 
-  // The second half (intra.FinishInlineAllReduce): wait, check, reduce.
+  // The second half (intra's FinishLaneAllReduce, FinishLaneReduce): wait,
+  // check, reduce on the ranks that want the result.
   if (!hg_lane_wait(l, s, stream, e, s->flags[par]) || !hg_lane_stamps_agree(l, s, e, stamp)) goto handover;
-  if (n > 0) {
-    int ok = hg_reduce(l->isa, dt, op, recv, hg_lane_buffer(l, s, par, 0, n), hg_lane_buffer(l, s, par, 1, n), n);
-    for (int j = 2; j < p; j++) ok &= hg_reduce(l->isa, dt, op, recv, recv, hg_lane_buffer(l, s, par, j, n), n);
-    if (op == HG_AVG) ok &= hg_divide(l->isa, dt, recv, p, n);
-    if (!ok) goto handover;
-  }
-  return hg_lane_done(l, stream, seq, n, dt, op, t0, result);
+  if (n > 0 && (root < 0 || root == me) && !hg_lane_reduce_all(l, s, par, dt, op, recv, n)) goto handover;
+  return hg_lane_done(l, &o, result);
 
 handover:;
-  uint64_t id = hg_lane_hand_over(l, stream, seq, n, dt, op, t0);
-  *result = goLaneFinish(l->comm, stream, seq, id, e, t0, recv, count, dt, op);
+  uint64_t id = hg_lane_hand_over(l, &o);
+  if (root >= 0) {
+    *result = goLaneFinishOp(l->comm, stream, HG_OP_REDUCE, o.seq, id, e, o.t0, NULL, recv, n, dt, op, preMul, root);
+  } else {
+    *result = goLaneFinish(l->comm, stream, o.seq, id, e, o.t0, recv, count, dt, op);
+  }
+  return 1;
+}
+
+// hg_lane_move runs a data mover (HG_OP_BROADCAST, HG_OP_ALLGATHER,
+// HG_OP_BARRIER) in one stamped epoch, the one-epoch cases of
+// collectives/intra's broadcast.go, allgather.go and barrier.go
+// (lane_ops.go): publish this rank's payload (a broadcast root's, every
+// rank's all_gather block of m bytes) in its buffer of the epoch, post it
+// stamped, copy the rank's own data into recv, wait for every peer, check
+// their stamps, copy their payloads out. A wait that outlasts the spin or
+// a stamp that differs hands the op over to goLaneFinishOp.
+static int hg_lane_move(struct hg_lane* l, int kind, const void* send, void* recv, size_t m, int root, int stream,
+                        hcclGoResult_t* result) {
+  const int me = l->index, p = l->size;
+  struct hg_lane_stream* s = &l->streams[stream];
+  const int kinds[] = {
+      [HG_OP_BROADCAST] = HG_KIND_BROADCAST, [HG_OP_ALLGATHER] = HG_KIND_ALLGATHER, [HG_OP_BARRIER] = HG_KIND_BARRIER};
+  const size_t out = kind == HG_OP_ALLGATHER ? (size_t)p * m : m;  // bytes of recv
+  struct hg_lane_op o = {
+      .desc = l->ops[kind].desc, .stream = stream, .n = out, .dt = -1, .op = -1, .root = root, .which = kind + 1};
+  if (!hg_lane_begin(l, &o, l->ops[kind].calls)) return 0;
+  unsigned char stamp[HG_STAMP_BYTES];
+  hg_lane_stamp(stamp, kinds[kind], o.seq, m, 0, 0, root);
+
+  const uint64_t e = ++*s->epoch;
+  const int par = (int)(e & 1);
+  const int publishes = m > 0 && (kind == HG_OP_ALLGATHER || me == root);
+  if (publishes) memcpy(hg_lane_buffer(l, s, par, me, m), send, m);
+  hg_lane_post(l, s, e, stamp);
+  if (publishes) {
+    unsigned char* own = kind == HG_OP_ALLGATHER ? (unsigned char*)recv + (size_t)me * m : recv;
+    if (own != send) memcpy(own, send, m);
+  }
+
+  if (!hg_lane_wait(l, s, stream, e, s->flags[par]) || !hg_lane_stamps_agree(l, s, e, stamp)) goto handover;
+  if (m > 0 && kind == HG_OP_BROADCAST && me != root) memcpy(recv, hg_lane_buffer(l, s, par, root, m), m);
+  if (m > 0 && kind == HG_OP_ALLGATHER) {
+    for (int j = 0; j < p; j++) {
+      if (j != me) memcpy((unsigned char*)recv + (size_t)j * m, hg_lane_buffer(l, s, par, j, m), m);
+    }
+  }
+  return hg_lane_done(l, &o, result);
+
+handover:;
+  uint64_t id = hg_lane_hand_over(l, &o);
+  *result = goLaneFinishOp(l->comm, stream, kind, o.seq, id, e, o.t0, NULL, recv, out, -1, -1, 0, root);
+  return 1;
+}
+
+// hg_lane_scatter runs a reduce_scatter of m bytes per rank in one
+// stamped epoch, the one-epoch case of collectives/intra/reducescatter.go:
+// publish block j of send (for PreMulSum scaled) in slot j of this rank's
+// half, for every peer j and for itself where scatter shares the own block
+// (intra's scatterOwnShared), post stamped, wait, check the stamps, reduce
+// slot me of every rank's half (the own block from send unless shared) in
+// rank order into recv.
+static int hg_lane_scatter(struct hg_lane* l, const void* send, void* recv, size_t count, int dt, int op, double preMul,
+                           int stream, hcclGoResult_t* result) {
+  const int me = l->index, p = l->size;
+  struct hg_lane_stream* s = &l->streams[stream];
+  const size_t m = count * hg_dtype_size[dt], slot = (size_t)s->op_limit[HG_OP_REDUCESCATTER];
+  struct hg_lane_op o = {.desc = l->ops[HG_OP_REDUCESCATTER].desc,
+                         .stream = stream,
+                         .n = (size_t)p * m,
+                         .dt = dt,
+                         .op = op,
+                         .root = -1,
+                         .which = HG_OP_REDUCESCATTER + 1};
+  if (!hg_lane_begin(l, &o, l->ops[HG_OP_REDUCESCATTER].calls)) return 0;
+  unsigned char stamp[HG_STAMP_BYTES];
+  hg_lane_stamp(stamp, HG_KIND_REDUCESCATTER, o.seq, m, dt, op, -1);
+
+  const unsigned char* in = send;
+  const unsigned char* own = in + (size_t)me * m;
+  const int shared = op == HG_PREMULSUM || (me >= 2 && own == recv);
+  const uint64_t e = ++*s->epoch;
+  const int par = (int)(e & 1);
+  if (m > 0) {
+    for (int j = 0; j < p; j++) {
+      if (j != me || shared)
+        hg_lane_publish(l, dt, op, preMul, s->half[par][me] + (size_t)j * slot, in + (size_t)j * m, m);
+    }
+  }
+  hg_lane_post(l, s, e, stamp);
+  if (!hg_lane_wait(l, s, stream, e, s->flags[par]) || !hg_lane_stamps_agree(l, s, e, stamp)) goto handover;
+  if (m > 0) {
+#define HG_IN(j) ((j) == me && !shared ? own : s->half[par][j] + (size_t)me * slot)
+    int ok = hg_reduce(l->isa, dt, op, recv, HG_IN(0), HG_IN(1), m);
+    for (int j = 2; ok && j < p; j++) ok = hg_reduce(l->isa, dt, op, recv, recv, HG_IN(j), m);
+#undef HG_IN
+    if (ok && op == HG_AVG) ok = hg_divide(l->isa, dt, recv, p, m);
+    if (!ok) goto handover;
+  }
+  return hg_lane_done(l, &o, result);
+
+handover:;
+  uint64_t id = hg_lane_hand_over(l, &o);
+  *result = goLaneFinishOp(l->comm, stream, HG_OP_REDUCESCATTER, o.seq, id, e, o.t0, (void*)send, recv, m, dt, op,
+                           preMul, -1);
+  return 1;
+}
+
+// hg_lane_op_takes reports whether the lane runs op kind with a payload of
+// m bytes (an all_gather's or reduce_scatter's block) on stream in one
+// epoch: the settings leave it to the arena, it fits one epoch, and an
+// all_gather is outside the single-copy range until the ranks agreed
+// against it.
+static int hg_lane_op_takes(const struct hg_lane* l, int kind, size_t m, int stream) {
+  if (!hg_lane_usable(l, stream) || !l->ops[kind].on) return 0;
+  const struct hg_lane_stream* s = &l->streams[stream];
+  if (s->op_limit[kind] < 0 || m > (size_t)s->op_limit[kind]) return 0;
+  if (kind != HG_OP_ALLGATHER || s->scg_state == NULL) return 1;
+  size_t out = (size_t)l->size * m;
+  return out < s->scg_min || out > s->scg_max || __atomic_load_n(s->scg_state, __ATOMIC_ACQUIRE) == s->scg_off;
+}
+
+// hg_lane_bytes is count elements of dtype in bytes, times `times`; 0 when
+// the dtype is not one (Go's error) or the product overflows.
+static int hg_lane_bytes(size_t count, int dtype, size_t times, size_t* n) {
+  if (dtype < 0 || dtype > HG_INT16) return 0;
+  size_t es = hg_dtype_size[dtype];
+  if (count > SIZE_MAX / es / times) return 0;
+  *n = count * es;
   return 1;
 }
 
 int hg_lane_allreduce(const void* send, void* recv, size_t count, int dtype, int op, double preMul, uint64_t comm,
                       int stream, hcclGoResult_t* result) {
+  size_t n;
+  if (!hg_lane_takes(dtype, op) || !hg_lane_bytes(count, dtype, 1, &n)) return 0;
+  if (n > 0 && (send == NULL || recv == NULL)) return 0;
+  if (send != recv && hg_overlaps(send, n, recv, n)) return 0;  // partial overlap: Go's error
   struct hg_lane_place* place;
   struct hg_lane* l = hg_lane_enter(comm, &place);
   if (l == NULL) return 0;
-  int ran = hg_lane_run(l, send, recv, count, dtype, op, preMul, stream, result);
+  int ran = 0;
+  if (hg_lane_usable(l, stream)) {
+    const struct hg_lane_stream* s = &l->streams[stream];
+    const int pipeline = n > s->limit;  // else one-shot, one epoch
+    int takes = !pipeline || (s->pipe_min > 0 && n >= s->pipe_min);
+    // The single-copy range goes to Go until the ranks agreed against it.
+    if (s->sc_state != NULL && n >= s->sc_min && n <= s->sc_max &&
+        __atomic_load_n(s->sc_state, __ATOMIC_ACQUIRE) != s->sc_off)
+      takes = 0;
+    if (takes) ran = hg_lane_run(l, send, recv, count, dtype, op, preMul, -1, stream, pipeline, result);
+  }
+  hg_lane_leave(place);
+  return ran;
+}
+
+int hg_lane_reduce(const void* send, void* recv, size_t count, int dtype, int op, double preMul, int root,
+                   uint64_t comm, int stream, hcclGoResult_t* result) {
+  size_t n;
+  if (!hg_lane_takes(dtype, op) || !hg_lane_bytes(count, dtype, 1, &n)) return 0;
+  struct hg_lane_place* place;
+  struct hg_lane* l = hg_lane_enter(comm, &place);
+  if (l == NULL) return 0;
+  int ran = 0;
+  // Go judges a root out of range, missing buffers and a root's partly
+  // overlapping ones.
+  int valid = root >= 0 && root < l->size && (n == 0 || send != NULL);
+  if (valid && root == l->index && n > 0) valid = recv != NULL && (send == recv || !hg_overlaps(send, n, recv, n));
+  if (valid && hg_lane_op_takes(l, HG_OP_REDUCE, n, stream)) {
+    ran = hg_lane_run(l, send, recv, count, dtype, op, preMul, root, stream, 0, result);
+  }
+  hg_lane_leave(place);
+  return ran;
+}
+
+int hg_lane_reduce_scatter(const void* send, void* recv, size_t count, int dtype, int op, double preMul, uint64_t comm,
+                           int stream, hcclGoResult_t* result) {
+  size_t m;
+  if (!hg_lane_takes(dtype, op) || !hg_lane_bytes(count, dtype, HG_LANE_MAX_RANKS, &m)) return 0;
+  struct hg_lane_place* place;
+  struct hg_lane* l = hg_lane_enter(comm, &place);
+  if (l == NULL) return 0;
+  int ran = 0;
+  // Go judges missing buffers and a recv that overlaps send other than as
+  // this rank's own block.
+  const size_t total = (size_t)l->size * m;
+  int valid = m == 0 || (send != NULL && recv != NULL &&
+                         ((const unsigned char*)recv == (const unsigned char*)send + (size_t)l->index * m ||
+                          !hg_overlaps(send, total, recv, m)));
+  if (valid && hg_lane_op_takes(l, HG_OP_REDUCESCATTER, m, stream)) {
+    ran = hg_lane_scatter(l, send, recv, count, dtype, op, preMul, stream, result);
+  }
+  hg_lane_leave(place);
+  return ran;
+}
+
+long long hg_lane_ran(uint64_t comm, int which) {
+  if (which < 0 || which > HG_OPS) return -1;
+  struct hg_lane_place* place;
+  struct hg_lane* l = hg_lane_enter(comm, &place);
+  if (l == NULL) return -1;
+  long long n = __atomic_load_n(&l->ran[which], __ATOMIC_RELAXED);
+  hg_lane_leave(place);
+  return n;
+}
+
+int hg_lane_broadcast(const void* send, void* recv, size_t count, int dtype, int root, uint64_t comm, int stream,
+                      hcclGoResult_t* result) {
+  size_t n;
+  if (!hg_lane_bytes(count, dtype, 1, &n)) return 0;
+  struct hg_lane_place* place;
+  struct hg_lane* l = hg_lane_enter(comm, &place);
+  if (l == NULL) return 0;
+  int ran = 0;
+  // Go judges a root out of range, missing buffers and a root's partly
+  // overlapping ones.
+  int valid = root >= 0 && root < l->size && (n == 0 || recv != NULL);
+  if (valid && root == l->index && n > 0) valid = send != NULL && (send == recv || !hg_overlaps(send, n, recv, n));
+  if (valid && hg_lane_op_takes(l, HG_OP_BROADCAST, n, stream)) {
+    ran = hg_lane_move(l, HG_OP_BROADCAST, send, recv, n, root, stream, result);
+  }
+  hg_lane_leave(place);
+  return ran;
+}
+
+int hg_lane_allgather(const void* send, void* recv, size_t count, int dtype, uint64_t comm, int stream,
+                      hcclGoResult_t* result) {
+  size_t m;
+  if (!hg_lane_bytes(count, dtype, HG_LANE_MAX_RANKS, &m)) return 0;
+  struct hg_lane_place* place;
+  struct hg_lane* l = hg_lane_enter(comm, &place);
+  if (l == NULL) return 0;
+  int ran = 0;
+  // Go judges missing buffers and a send that overlaps recv other than as
+  // this rank's own block.
+  int valid = m == 0 || (send != NULL && recv != NULL &&
+                         ((const unsigned char*)send == (const unsigned char*)recv + (size_t)l->index * m ||
+                          !hg_overlaps(send, m, recv, (size_t)l->size * m)));
+  if (valid && hg_lane_op_takes(l, HG_OP_ALLGATHER, m, stream)) {
+    ran = hg_lane_move(l, HG_OP_ALLGATHER, send, recv, m, -1, stream, result);
+  }
+  hg_lane_leave(place);
+  return ran;
+}
+
+int hg_lane_barrier(uint64_t comm, int stream, hcclGoResult_t* result) {
+  struct hg_lane_place* place;
+  struct hg_lane* l = hg_lane_enter(comm, &place);
+  if (l == NULL) return 0;
+  int ran = 0;
+  if (hg_lane_op_takes(l, HG_OP_BARRIER, 0, stream)) {
+    ran = hg_lane_move(l, HG_OP_BARRIER, NULL, NULL, 0, -1, stream, result);
+  }
   hg_lane_leave(place);
   return ran;
 }

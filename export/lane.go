@@ -18,8 +18,9 @@ import (
 	"github.com/hccl-go/hccl-go/pgbackend"
 )
 
-// The C fast lane (lane.c): hcclGoAllReduce called with a NULL work
-// pointer runs the op in C, without entering the Go runtime, when the
+// The C fast lane (lane.c): hcclGoAllReduce, hcclGoBroadcast,
+// hcclGoAllGather, hcclGoBarrier, hcclGoReduce and hcclGoReduceScatter
+// called with a NULL work pointer run the op in C, without entering the Go runtime, when the
 // communicator's fast lane applies (pgbackend/lane.go). Here a
 // communicator's lane is registered with C at init and freed at destroy,
 // and the ops C hands over are finished. C holds addresses of Go memory
@@ -73,6 +74,14 @@ func registerLane(h uint64, e *commEntry) {
 	}
 	l.desc, l.desc_dtype, l.desc_op, l.desc_stream = C.uint64_t(v.Desc), C.uint(v.DescDType), C.uint(v.DescRedOp), C.uint(v.DescStream)
 	l.state_running, l.state_done = C.uint64_t(v.StateRunning), C.uint64_t(v.StateDone)
+	for o, ov := range v.Ops {
+		lo := &l.ops[o]
+		if ov.On {
+			lo.on = 1
+		}
+		lo.desc = C.uint64_t(ov.Desc)
+		lo.calls = (*C.int64_t)(pinned(&reg.pin, unsafe.Pointer(ov.Calls)))
+	}
 	l.clock_base = C.longlong(clockBase(v))
 	for i, st := range v.Streams {
 		s := &l.streams[i]
@@ -88,6 +97,13 @@ func registerLane(h uint64, e *commEntry) {
 		if st.SingleCopyState != nil {
 			s.sc_state = (*C.int32_t)(pinned(&reg.pin, unsafe.Pointer(st.SingleCopyState)))
 			s.sc_off, s.sc_min, s.sc_max = C.int32_t(st.SingleCopyOff), C.size_t(st.SingleCopyMin), C.size_t(st.SingleCopyMax)
+		}
+		for o, limit := range st.OpLimits {
+			s.op_limit[o] = C.longlong(limit)
+		}
+		if st.GatherSingleCopyState != nil {
+			s.scg_state = (*C.int32_t)(pinned(&reg.pin, unsafe.Pointer(st.GatherSingleCopyState)))
+			s.scg_off, s.scg_min, s.scg_max = C.int32_t(st.SingleCopyOff), C.size_t(st.GatherSingleCopyMin), C.size_t(st.GatherSingleCopyMax)
 		}
 		s.epoch = (*C.uint64_t)(pinned(&reg.pin, unsafe.Pointer(a.Epoch)))
 		s.closed = (*C.uint32_t)(pinned(&reg.pin, unsafe.Pointer(a.Closed)))
@@ -127,6 +143,28 @@ func freeLane(h uint64, e *commEntry) {
 	laneComms.Delete(h)
 	e.lane.pin.Unpin()
 	e.lane = nil
+}
+
+// laneRan is how many ops communicator h's C lane ran from start to end,
+// by kind (comm_info's fast_lane_ops); kinds with none are left out.
+func laneRan(h uint64) map[string]int64 {
+	kinds := [C.HG_OPS + 1]string{"allreduce", C.HG_OP_BROADCAST + 1: "broadcast", C.HG_OP_ALLGATHER + 1: "allgather",
+		C.HG_OP_BARRIER + 1: "barrier", C.HG_OP_REDUCE + 1: "reduce", C.HG_OP_REDUCESCATTER + 1: "reducescatter"}
+	ran := map[string]int64{}
+	for i, k := range kinds {
+		if n := int64(C.hg_lane_ran(C.uint64_t(h), C.int(i))); n > 0 {
+			ran[k] = n
+		}
+	}
+	return ran
+}
+
+// laneOpsAgree reports whether C numbers the lane's other ops as
+// pgbackend.LaneOp does (a test checks it).
+func laneOpsAgree() bool {
+	return C.HG_OP_BROADCAST == int(pgbackend.LaneBroadcast) && C.HG_OP_ALLGATHER == int(pgbackend.LaneAllGather) &&
+		C.HG_OP_BARRIER == int(pgbackend.LaneBarrier) && C.HG_OP_REDUCE == int(pgbackend.LaneReduce) &&
+		C.HG_OP_REDUCESCATTER == int(pgbackend.LaneReduceScatter) && C.HG_OPS == len(pgbackend.LaneView{}.Ops)
 }
 
 // pinned pins the Go object p points into and returns p.
@@ -202,6 +240,40 @@ func goLaneFinishPipeline(comm C.uint64_t, stream C.int, seq, id, epoch C.uint64
 		Round: int(round), Waited: waited != 0, Send: unsafe.Slice((*byte)(send), n), PreMul: float64(preMul),
 	}
 	if err := e.c.FinishLanePipeline(h); err != nil {
+		return fail(e, err)
+	}
+	return C.hcclGoSuccess
+}
+
+// goLaneFinishOp finishes an op other than all_reduce (kind, as
+// pgbackend.LaneOp numbers them) that the C lane began and hands over
+// (pgbackend.FinishLaneOp): its wait outlasted the spin, a peer's stamp
+// differs, or a kernel declined. recv holds out bytes: a broadcast's
+// payload, an all_gather's every block, a reduce_scatter's block (send then
+// holds p blocks), a reduce's result on root (n bytes; recv NULL off root),
+// none for a barrier; dt and op are -1 for the data movers.
+//
+//export goLaneFinishOp
+func goLaneFinishOp(comm C.uint64_t, stream, kind C.int, seq, id, epoch C.uint64_t, started C.int64_t, send, recv unsafe.Pointer, out C.size_t, dt, op C.int, preMul C.double, root C.int) (rc C.hcclGoResult_t) {
+	defer recoverPanic(&rc)
+	e, ok := laneComm(comm)
+	if !ok { // cannot happen: a lane is freed only once no op is in it
+		return fail(nil, invalid("fast lane of communicator %d is gone", uint64(comm)))
+	}
+	h := pgbackend.LaneOpHandover{
+		LaneHandover: pgbackend.LaneHandover{
+			Stream: int(stream), Seq: uint64(seq), ID: uint64(id), Epoch: uint64(epoch),
+			Started: time.Duration(started), DType: reduce.DType(dt), Op: reduce.Op(op),
+		},
+		Kind: pgbackend.LaneOp(kind), Root: int(root), Bytes: int(out),
+	}
+	if out > 0 && recv != nil {
+		h.Recv = unsafe.Slice((*byte)(recv), int(out))
+	}
+	if h.Kind == pgbackend.LaneReduceScatter && out > 0 {
+		h.Send = unsafe.Slice((*byte)(send), int(out)*e.c.Size())
+	}
+	if err := e.c.FinishLaneOp(h); err != nil {
 		return fail(e, err)
 	}
 	return C.hcclGoSuccess

@@ -1,6 +1,8 @@
 // lane.h: the C fast lane (lane.c). A blocking all_reduce that the
 // shared-memory arena runs in one epoch (up to the stream's limit) or as
-// its reduce-scatter/all-gather pipeline runs entirely in C, on the words the
+// its reduce-scatter/all-gather pipeline, and a blocking broadcast,
+// all_gather, barrier, reduce or reduce_scatter that it runs in one
+// epoch, run entirely in C, on the words the
 // communicator shares with it (pgbackend/lane.go: LaneView), without
 // entering the Go runtime; lane.go registers a communicator's lane and
 // finishes the ops the C side hands over.
@@ -16,6 +18,8 @@
 #define HG_LANE_MAX_STREAMS 4
 #define HG_LANE_MAX_RANKS 16
 
+// The lane's ops besides all_reduce (pgbackend.LaneOp).
+enum { HG_OP_BROADCAST, HG_OP_ALLGATHER, HG_OP_BARRIER, HG_OP_REDUCE, HG_OP_REDUCESCATTER, HG_OPS };
 // One collective stream: its hold word (streams/hold.go), the largest
 // all_reduce of its lane, and its arena (transport/arena/raw.go), by parity
 // and local index.
@@ -31,6 +35,16 @@ struct hg_lane_stream {
   // From pipe_min bytes on (0: never), the all_reduce pipeline with slices
   // of pipe_slot bytes (intra.LanePipeline, collectives/intra/rsag.go).
   size_t pipe_min, pipe_slot;
+  // The largest payload of each of the other ops (an all_gather's and a
+  // reduce_scatter's block, which is also the reduce_scatter's slot) that
+  // runs in one epoch, by HG_OP_* (-1: none; pgbackend LaneStream's
+  // OpLimits); all_gathers whose recv has scg_min to scg_max bytes go to Go
+  // while *scg_state (the all_gather's single-copy agreement) is not
+  // scg_off (NULL: never).
+  long long op_limit[HG_OPS];
+  int32_t* scg_state;
+  int32_t scg_off;
+  size_t scg_min, scg_max;
   uint32_t* hold;
   uint64_t* epoch;
   uint32_t* closed;
@@ -46,6 +60,14 @@ struct hg_lane_stream {
 };
 
 // Where the flight recorder's fields lie (pgbackend FlightLayout).
+// One of the lane's other ops: whether the settings leave it to the arena,
+// its flight record desc (as hg_lane's desc) and its calls counter.
+struct hg_lane_kind {
+  int on;
+  uint64_t desc;
+  int64_t* calls;
+};
+
 struct hg_flight_layout {
   size_t slot_size, id, seq, bytes, desc, state, root_peer, tag, counts, enqueued, started, ended;
   size_t lock, next, progress, progress_size, progress_started, progress_ended, progress_since;
@@ -71,6 +93,10 @@ struct hg_lane {
   uint64_t desc;  // without dtype, op and stream
   unsigned desc_dtype, desc_op, desc_stream;
   uint64_t state_running, state_done;
+  struct hg_lane_kind ops[HG_OPS];
+  // Ops the lane ran from start to end (not handed over): all_reduces,
+  // then each other op (HG_OP_* + 1). Counted in C, read by comm_info.
+  int64_t ran[HG_OPS + 1];
   struct hg_lane_stream streams[HG_LANE_MAX_STREAMS];
 };
 
@@ -94,6 +120,21 @@ void hg_lane_set_slot(struct hg_lane_stream* s, int par, int j, uintptr_t flag, 
 int hg_lane_allreduce(const void* send, void* recv, size_t count, int dtype, int op, double preMul, uint64_t comm,
                       int stream, hcclGoResult_t* result);
 
+// hg_lane_broadcast, hg_lane_allgather, hg_lane_barrier, hg_lane_reduce
+// and hg_lane_reduce_scatter run a blocking op of theirs in the lane of
+// comm when it may (1, the result in *result), or do nothing (0: Go's
+// path).
+int hg_lane_broadcast(const void* send, void* recv, size_t count, int dtype, int root, uint64_t comm, int stream,
+                      hcclGoResult_t* result);
+int hg_lane_allgather(const void* send, void* recv, size_t count, int dtype, uint64_t comm, int stream,
+                      hcclGoResult_t* result);
+int hg_lane_barrier(uint64_t comm, int stream, hcclGoResult_t* result);
+int hg_lane_reduce(const void* send, void* recv, size_t count, int dtype, int op, double preMul, int root,
+                   uint64_t comm, int stream, hcclGoResult_t* result);
+int hg_lane_reduce_scatter(const void* send, void* recv, size_t count, int dtype, int op, double preMul, uint64_t comm,
+                           int stream, hcclGoResult_t* result);
+// hg_lane_ran is hg_lane's ran[which] of comm's lane (-1: no lane).
+long long hg_lane_ran(uint64_t comm, int which);
 // CLOCK_MONOTONIC in ns, for lane.go's clock calibration.
 long long hg_lane_now_ns(void);
 

@@ -25,6 +25,10 @@ type Info struct {
 	// the fast lane, "c" in the C library's fast lane (set by export),
 	// "off" queued like any op.
 	FastLane string `json:"fast_lane"`
+	// FastLaneOps counts the ops the C fast lane ran from start to end,
+	// by kind (allreduce, broadcast, allgather, barrier; set by export);
+	// ops it handed over to Go are not counted.
+	FastLaneOps map[string]int64 `json:"fast_lane_ops,omitempty"`
 	// SingleCopy and SingleCopyGather are what the ranks agreed on
 	// reading peers' buffers in place on the default stream's arena, for
 	// all_reduce and for all_gather (intra.SingleCopy.State: "undecided",

@@ -134,7 +134,7 @@ type LaneHandover struct {
 // their stamps, reduces, records the op's end and lets go of the stream.
 // Its error is the one the op would have had on the queued path.
 func (c *Communicator) FinishLaneAllReduce(h LaneHandover) error {
-	return c.finishLane(h, func(ctx *opContext) error {
+	return c.finishLane(h, c.laneDesc(h.Seq, h.Stream, len(h.Recv), h.DType, h.Op), func(ctx *opContext) error {
 		return intra.FinishLaneAllReduce(ctx, c.arenas[h.Stream], h.Seq, h.Epoch, h.Recv, h.DType, h.Op)
 	})
 }
@@ -155,7 +155,7 @@ type LanePipelineHandover struct {
 // began (intra.FinishLanePipeline) within the op's deadline, records its
 // end and lets go of the stream, as FinishLaneAllReduce does.
 func (c *Communicator) FinishLanePipeline(h LanePipelineHandover) error {
-	return c.finishLane(h.LaneHandover, func(ctx *opContext) error {
+	return c.finishLane(h.LaneHandover, c.laneDesc(h.Seq, h.Stream, len(h.Recv), h.DType, h.Op), func(ctx *opContext) error {
 		return intra.FinishLanePipeline(ctx, c.arenas[h.Stream], h.Seq, h.Epoch, h.Round, h.Waited, h.Send, h.Recv, h.DType, h.Op, h.PreMul)
 	})
 }
@@ -169,13 +169,110 @@ func (c *Communicator) NoteLanePlace(stream, j int, e uint64) {
 	}
 }
 
+// LaneOp is one of the other ops the C fast lane runs (intra's
+// lane_ops.go), as its stamp, flight record and settings name it.
+type LaneOp int
+
+const (
+	LaneBroadcast LaneOp = iota
+	LaneAllGather
+	LaneBarrier
+	LaneReduce
+	LaneReduceScatter
+	laneOps
+)
+
+// kind is the op's name in descriptions, statistics and settings.
+func (o LaneOp) kind() string {
+	return [...]string{LaneBroadcast: "broadcast", LaneAllGather: "allgather", LaneBarrier: "barrier",
+		LaneReduce: "reduce", LaneReduceScatter: "reducescatter"}[o]
+}
+
+// LaneOpHandover is an op of LaneOp's that export's C fast lane began and
+// hands over to FinishLaneOp: as LaneHandover, with the op (Kind), its
+// Root (broadcast, reduce), its Send (reduce_scatter) and its payload's
+// Bytes (reduce: Recv is nil off root). Recv is the whole output: an
+// all_gather's p blocks, nil for a barrier; DType and Op are the
+// reductions'.
+type LaneOpHandover struct {
+	LaneHandover
+	Kind  LaneOp
+	Root  int
+	Send  []byte
+	Bytes int
+}
+
+// FinishLaneOp finishes an op that the C fast lane began (intra's
+// FinishLane* of lane_ops.go) within the op's deadline, records its end
+// and lets go of the stream, as FinishLaneAllReduce does.
+func (c *Communicator) FinishLaneOp(h LaneOpHandover) error {
+	d := c.laneOpDesc(h.Kind, h.Seq, h.Stream, len(h.Recv), h.DType, h.Op, h.Root)
+	switch h.Kind {
+	case LaneReduce:
+		d.Bytes = h.Bytes
+	case LaneReduceScatter:
+		d.Bytes = len(h.Send)
+	}
+	return c.finishLane(h.LaneHandover, d, func(ctx *opContext) error {
+		a := c.arenas[h.Stream]
+		switch h.Kind {
+		case LaneBroadcast:
+			return intra.FinishLaneBroadcast(ctx, a, h.Seq, h.Epoch, h.Recv, h.Root)
+		case LaneAllGather:
+			return intra.FinishLaneAllGather(ctx, a, h.Seq, h.Epoch, h.Recv)
+		case LaneReduce:
+			return intra.FinishLaneReduce(ctx, a, h.Seq, h.Epoch, h.Bytes, h.Recv, h.DType, h.Op, h.Root)
+		case LaneReduceScatter:
+			return intra.FinishLaneReduceScatter(ctx, a, h.Seq, h.Epoch, h.Send, h.Recv, h.DType, h.Op)
+		default:
+			return intra.FinishLaneBarrier(ctx, a, h.Seq, h.Epoch)
+		}
+	})
+}
+
+// laneOpDesc describes an op of the fast lane as its Call does (dt, op:
+// -1 for the data movers; root -1: none).
+func (c *Communicator) laneOpDesc(o LaneOp, seq uint64, stream, n int, dt reduce.DType, op reduce.Op, root int) opDesc {
+	d := movement(o.kind(), n, -1)
+	if o == LaneReduce || o == LaneReduceScatter {
+		d = reduction(o.kind(), n, dt, op, -1)
+	}
+	if o == LaneBroadcast || o == LaneReduce {
+		d.Root = root
+	}
+	d.Seq, d.Stream, d.Route, d.Algo = seq, stream, "arena", c.cfg.AlgoFor(o.kind())
+	return d
+}
+
+// laneOpOn reports whether the settings leave op o to the arena.
+func (c *Communicator) laneOpOn(o LaneOp) bool {
+	a := c.cfg.AlgoFor(o.kind())
+	return a == collectives.Auto || a == "shm"
+}
+
+// laneOpLimit is the largest payload of op o (an all_gather's or
+// reduce_scatter's block), in bytes, that the lane runs on
+// arena a in one epoch (-1: none).
+func laneOpLimit(o LaneOp, a *arena.Arena) int {
+	switch o {
+	case LaneBroadcast, LaneAllGather:
+		return intra.LaneMoveLimit(a)
+	case LaneReduce:
+		return intra.LaneLimit(a)
+	case LaneReduceScatter:
+		return intra.LaneReduceScatterLimit(a)
+	default:
+		return 0
+	}
+}
+
 // finishLane finishes an op the C lane handed over: finish runs the rest
 // of it under the op's context (its deadline); then the op is concluded as
-// a queued one is (concludeOp) and its stream let go.
-func (c *Communicator) finishLane(h LaneHandover, finish func(ctx *opContext) error) error {
-	desc, start := c.laneDesc(h.Seq, h.Stream, len(h.Recv), h.DType, h.Op), c.clock.At(h.Started)
+// a queued one is (concludeOp, as desc) and its stream let go.
+func (c *Communicator) finishLane(h LaneHandover, desc opDesc, finish func(ctx *opContext) error) error {
+	start := c.clock.At(h.Started)
 	var ctx opContext
-	ctx.init(c.ctx, start.Add(c.cfg.Timeout), c.stats.kind("allreduce"))
+	ctx.init(c.ctx, start.Add(c.cfg.Timeout), c.stats.kind(desc.Kind))
 	defer ctx.release()
 	_, err := c.concludeOp(h.ID, desc, start, &ctx, finish(&ctx))
 	c.streams[h.Stream].Release()
@@ -207,6 +304,16 @@ type LaneView struct {
 	Calls                   *atomic.Int64 // all_reduce calls (Stats)
 	Clock                   streams.Clock // the times of the flight recorder
 	Streams                 []LaneStream  // by stream index
+	// Ops are the other ops, by LaneOp: whether the settings leave each to
+	// the arena, its flight record desc (as Desc) and its calls.
+	Ops [laneOps]LaneOpView
+}
+
+// LaneOpView is one of the other ops as the C lane sees it.
+type LaneOpView struct {
+	On    bool
+	Desc  uint64
+	Calls *atomic.Int64
 }
 
 // LaneStream is one collective stream as the C lane sees it.
@@ -224,6 +331,15 @@ type LaneStream struct {
 	// slices of PipeSlot bytes (intra.LanePipeline; PipeMin -1: never, as
 	// where the NUMA level may take large ops).
 	PipeMin, PipeSlot int
+	// OpLimits are the largest payloads of the other ops in the lane, by
+	// LaneOp, bytes (an all_gather's and a reduce_scatter's block; -1: none,
+	// as where the NUMA level may take ops). All_gathers whose recv has
+	// from GatherSingleCopyMin to GatherSingleCopyMax bytes are declined
+	// while *GatherSingleCopyState is not SingleCopyOff
+	// (intra.SingleCopyGatherWords; nil: never).
+	OpLimits                                 [laneOps]int
+	GatherSingleCopyState                    *int32
+	GatherSingleCopyMin, GatherSingleCopyMax int
 }
 
 // FlightLayout gives the byte offsets of the flight recorder's words:
@@ -255,13 +371,25 @@ func (c *Communicator) Lane() (v LaneView, ok bool) {
 	d := c.laneDesc(0, StreamDefault, 0, 0, 0)
 	d.DType, d.RedOp, d.Stream = -1, -1, -1 // their bytes are the C lane's to fill
 	v.Desc = f.names.pack(d)
+	for o := range laneOps {
+		d := c.laneOpDesc(o, 0, StreamDefault, 0, -1, -1, -1)
+		d.DType, d.RedOp, d.Stream = -1, -1, -1
+		v.Ops[o] = LaneOpView{On: c.laneOpOn(o), Desc: f.names.pack(d), Calls: &c.stats.kind(o.kind()).calls}
+	}
 	for i, st := range c.streams {
 		ls := LaneStream{Hold: st.HoldWord(), Limit: c.laneLimit(i), SingleCopyOff: intra.SingleCopyOff, PipeMin: -1}
+		for o := range laneOps {
+			ls.OpLimits[o] = -1
+		}
 		if a := c.arenas[i]; a != nil {
 			ls.Arena = a.Raw()
 			ls.SingleCopyState, ls.SingleCopyMin, ls.SingleCopyMax = intra.SingleCopyWords(c.singleCopy[i], a.Size())
 			if ls.Limit >= 0 && !c.numa.on(i) {
 				ls.PipeMin, ls.PipeSlot = intra.LanePipeline(a)
+				for o := range laneOps {
+					ls.OpLimits[o] = laneOpLimit(o, a)
+				}
+				ls.GatherSingleCopyState, ls.GatherSingleCopyMin, ls.GatherSingleCopyMax = intra.SingleCopyGatherWords(c.singleCopyGather[i])
 			}
 		}
 		v.Streams = append(v.Streams, ls)

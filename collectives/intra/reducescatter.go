@@ -107,17 +107,21 @@ func scatterBlocks(ctx context.Context, a *arena.Arena, seq uint64, stamp opStam
 	return err
 }
 
+// scatterOwnShared reports whether a rank publishes its own block (own,
+// of send) for itself as it does the others: for PreMulSum (scaled first)
+// and in place from rank 2 on, where reducing into recv overwrites the
+// block before its turn in rank order (ranks 0 and 1 are the first pair,
+// read before the first write). Otherwise its own input comes from send.
+func scatterOwnShared(own, recv []byte, me int, op reduce.Op) bool {
+	return op == reduce.PreMulSum || (me >= 2 && args.SameMemory(recv, own))
+}
+
 // scatter is the chunk loop of ReduceScatter over blocks b of send.
 func (r *reduction) scatter(ctx context.Context, send, recv []byte, b blocks) error {
 	a := r.a
 	me, p := a.Index(), a.Size()
-	slot := alignDown(min(r.t.sliceBytes, a.HalfBytes()/p), lineBytes)
-	// The own input comes from send, except for PreMulSum (scaled first)
-	// and in place from rank 2 on: reducing into recv overwrites it before
-	// its turn in rank order (ranks 0 and 1 are the first pair, read
-	// before the first write).
-	inPlace := args.SameMemory(recv, b.of(send, me))
-	ownShared := r.op == reduce.PreMulSum || (inPlace && me >= 2)
+	slot := scatterSlot(a, r.t)
+	ownShared := scatterOwnShared(b.of(send, me), recv, me, r.op)
 	own := b.off[me]
 	for off := 0; off < b.longest(); off += slot {
 		e := a.Next()

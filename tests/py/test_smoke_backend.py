@@ -364,9 +364,10 @@ def _gomaxprocs_threads_job(ctx) -> tuple[int, int, int]:
     def call_and_wait() -> None:
         x = torch.ones(2)
         with issue:
-            # A broadcast enters Go; a small all_reduce would take the C fast lane, whose
-            # threads need no Go processor.
-            dist.broadcast(x, src=0)
+            # An all_to_all enters Go; a small all_reduce, broadcast, all_gather, reduce,
+            # reduce_scatter or barrier would take the C fast lane, whose threads need no Go
+            # processor.
+            dist.all_to_all_single(x, x.clone())
         alive.wait()
         looked.wait()
 

@@ -1,0 +1,197 @@
+package intra
+
+import (
+	"context"
+	"unsafe"
+
+	"github.com/hccl-go/hccl-go/collectives/reduce"
+	"github.com/hccl-go/hccl-go/transport/arena"
+)
+
+// The fast lane's other ops (lane.go has all_reduce's). Each runs in one
+// stamped epoch, in two halves as the lane's all_reduce does: the first
+// publishes this rank's part and posts the epoch, the second waits for the
+// peers, checks their stamps and takes what it needs from their buffers.
+// Export's C fast lane runs both halves (export/lane.c) and hands an op
+// over to the Finish functions below when a wait outlasts its spin, a
+// stamp differs or a kernel declines. The epochs, stamps, copies and
+// reduction orders are those of the one-epoch cases of broadcast.go,
+// allgather.go, barrier.go, reduce.go and reducescatter.go, so ranks in
+// the lane meet ranks that are not.
+//
+// The data movers: a broadcast root publishes its payload, every rank its
+// all_gather block (a barrier nothing); each copies its own data into
+// recv after posting, and the peers' payloads once they have posted.
+
+// LaneMoveLimit is the largest broadcast payload, and the largest
+// all_gather block, in bytes, that Broadcast and AllGather run on a in one
+// stamped epoch (-1: none, with fewer than two local ranks): up to an
+// inline slot, else one chunk of the data halves.
+func LaneMoveLimit(a *arena.Arena) int {
+	if a == nil || a.Size() < 2 {
+		return -1
+	}
+	t := defaultTuning()
+	return max(a.InlineBytes(), alignDown(min(t.copyBytes, a.HalfBytes()), lineBytes))
+}
+
+// SingleCopyGatherWords is what the C lane needs to decline the
+// all_gathers that AllGatherWith may read in place: the agreement's state
+// word (SingleCopyOff once the ranks agreed against single-copy) and the
+// smallest and largest recv, in bytes, of its range (min 0: never; state
+// nil: no single-copy state).
+func SingleCopyGatherWords(sc *SingleCopy) (state *int32, min, max int) {
+	t := defaultTuning()
+	if sc == nil || t.singleCopyGatherMin == 0 {
+		return nil, 0, 0
+	}
+	return (*int32)(unsafe.Pointer(&sc.state)), t.singleCopyGatherMin, t.singleCopyGatherMax
+}
+
+// BroadcastStamp, AllGatherStamp and BarrierStamp are the stamps the first
+// epoch of those ops carries (n: the broadcast's bytes; m: each rank's
+// all_gather block; root: a local index), for code outside Go that posts
+// them.
+func BroadcastStamp(seq uint64, n, root int) arena.Stamp {
+	return opStamp{kind: kindBroadcast, seq: seq, bytes: n, root: root}.encode()
+}
+
+func AllGatherStamp(seq uint64, m int) arena.Stamp {
+	return opStamp{kind: kindAllGather, seq: seq, bytes: m, root: noRoot}.encode()
+}
+
+func BarrierStamp(seq uint64) arena.Stamp {
+	return opStamp{kind: kindBarrier, seq: seq, root: noRoot}.encode()
+}
+
+// FinishLaneBroadcast is the second half of a one-epoch broadcast of
+// len(recv) bytes whose first half posted epoch e (root: having published
+// its payload and copied it into recv): it waits for every peer to post e,
+// fails with ErrMismatch when one runs another op, and copies root's
+// payload into recv. An error other than a mismatch breaks the arena, as
+// for Broadcast.
+func FinishLaneBroadcast(ctx context.Context, a *arena.Arena, seq, e uint64, recv []byte, root int) error {
+	if err := a.Begin(seq); err != nil {
+		return wrapOp("broadcast", a, seq, err)
+	}
+	n := len(recv)
+	err := awaitFirst(ctx, a, e, BroadcastStamp(seq, n, root))
+	if err == nil && a.Index() != root && n > 0 {
+		copy(recv, laneBuffer(a, root, e, n))
+	}
+	endOp(a, err)
+	return wrapOp("broadcast", a, seq, err)
+}
+
+// FinishLaneAllGather is the second half of a one-epoch all_gather into
+// recv (every rank's block len(recv)/p bytes) whose first half published
+// this rank's block, posted epoch e and copied the block into place: it
+// waits for every peer to post e, checks their stamps and copies their
+// blocks into recv. Errors as for FinishLaneBroadcast.
+func FinishLaneAllGather(ctx context.Context, a *arena.Arena, seq, e uint64, recv []byte) error {
+	if err := a.Begin(seq); err != nil {
+		return wrapOp("allgather", a, seq, err)
+	}
+	me, p := a.Index(), a.Size()
+	m := len(recv) / p
+	err := awaitFirst(ctx, a, e, AllGatherStamp(seq, m))
+	if err == nil && m > 0 {
+		for j := range p {
+			if j != me {
+				copy(recv[j*m:(j+1)*m], laneBuffer(a, j, e, m))
+			}
+		}
+	}
+	endOp(a, err)
+	return wrapOp("allgather", a, seq, err)
+}
+
+// FinishLaneBarrier is the second half of a barrier whose first half
+// posted epoch e: it waits for every peer to post e and checks their
+// stamps.
+func FinishLaneBarrier(ctx context.Context, a *arena.Arena, seq, e uint64) error {
+	if err := a.Begin(seq); err != nil {
+		return wrapOp("barrier", a, seq, err)
+	}
+	err := awaitFirst(ctx, a, e, BarrierStamp(seq))
+	endOp(a, err)
+	return wrapOp("barrier", a, seq, err)
+}
+
+// The fast lane's reduce and reduce_scatter. A blocking reduce that Reduce
+// runs one-shot in one epoch (LaneLimit, as all_reduce) and a blocking
+// reduce_scatter whose blocks fit one slot of the data halves
+// (LaneReduceScatterLimit) run in the same two halves: the first publishes
+// this rank's input and posts the epoch, the second waits, checks the
+// stamps and reduces in rank order (root only, for reduce).
+
+// ReduceStamp and ReduceScatterStamp are the stamps the first epoch of a
+// reduce of n bytes to root (a local index), and of a reduce_scatter of m
+// bytes per rank, carries.
+func ReduceStamp(seq uint64, n int, dt reduce.DType, op reduce.Op, root int) arena.Stamp {
+	return opStamp{kind: kindReduce, seq: seq, bytes: n, dt: dt, op: op, root: root}.encode()
+}
+
+func ReduceScatterStamp(seq uint64, m int, dt reduce.DType, op reduce.Op) arena.Stamp {
+	return opStamp{kind: kindReduceScatter, seq: seq, bytes: m, dt: dt, op: op, root: noRoot}.encode()
+}
+
+// FinishLaneReduce is the second half of a one-epoch reduce of n bytes to
+// root whose first half published this rank's input (scaled for PreMulSum)
+// in its buffer of epoch e and posted it: it waits for every peer, checks
+// their stamps and, on root, reduces all buffers into recv in rank order.
+// Errors as for FinishLaneAllReduce.
+func FinishLaneReduce(ctx context.Context, a *arena.Arena, seq, e uint64, n int, recv []byte, dt reduce.DType, op reduce.Op, root int) error {
+	if err := a.Begin(seq); err != nil {
+		return wrapOp("reduce", a, seq, err)
+	}
+	p := a.Size()
+	err := awaitFirst(ctx, a, e, ReduceStamp(seq, n, dt, op, root))
+	if err == nil && a.Index() == root && n > 0 {
+		reduceInto(dt, op, recv, p, func(j int) []byte { return laneBuffer(a, j, e, n) })
+		finishAvg(dt, op, recv, p)
+	}
+	endOp(a, err)
+	return wrapOp("reduce", a, seq, err)
+}
+
+// LaneReduceScatterLimit is the largest block, in bytes, that
+// ReduceScatter runs on a in one epoch: one slot of the data halves (-1:
+// none, with fewer than two local ranks).
+func LaneReduceScatterLimit(a *arena.Arena) int {
+	if a == nil || a.Size() < 2 {
+		return -1
+	}
+	return scatterSlot(a, defaultTuning())
+}
+
+// scatterSlot is the bytes of each block per epoch of ReduceScatter.
+func scatterSlot(a *arena.Arena, t tuning) int {
+	return alignDown(min(t.sliceBytes, a.HalfBytes()/a.Size()), lineBytes)
+}
+
+// FinishLaneReduceScatter is the second half of a one-epoch reduce_scatter
+// of send (p blocks of len(recv) bytes) whose first half published the
+// blocks the peers reduce (block j in slot j of this rank's half of epoch
+// e, scaled for PreMulSum, its own too where scatter shares it) and posted
+// e: it waits for every peer, checks their stamps and reduces this rank's
+// block in rank order into recv. Errors as for FinishLaneAllReduce.
+func FinishLaneReduceScatter(ctx context.Context, a *arena.Arena, seq, e uint64, send, recv []byte, dt reduce.DType, op reduce.Op) error {
+	if err := a.Begin(seq); err != nil {
+		return wrapOp("reducescatter", a, seq, err)
+	}
+	me, p, m := a.Index(), a.Size(), len(recv)
+	err := awaitFirst(ctx, a, e, ReduceScatterStamp(seq, m, dt, op))
+	if err == nil && m > 0 {
+		slot, ownShared := scatterSlot(a, defaultTuning()), scatterOwnShared(send[me*m:(me+1)*m], recv, me, op)
+		reduceInto(dt, op, recv, p, func(j int) []byte {
+			if j == me && !ownShared {
+				return send[me*m : (me+1)*m]
+			}
+			return a.Half(j, e)[me*slot : me*slot+m]
+		})
+		finishAvg(dt, op, recv, p)
+	}
+	endOp(a, err)
+	return wrapOp("reducescatter", a, seq, err)
+}

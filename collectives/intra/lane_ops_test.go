@@ -1,0 +1,392 @@
+package intra
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/hccl-go/hccl-go/collectives/internal/args"
+	"github.com/hccl-go/hccl-go/collectives/reduce"
+	"github.com/hccl-go/hccl-go/transport/arena"
+)
+
+// A data mover of the lane, as export/lane.c numbers them.
+type laneMoveKind int
+
+const (
+	moveBroadcast laneMoveKind = iota
+	moveAllGather
+	moveBarrier
+)
+
+// startLaneMove is the first half of a one-epoch data mover as export/lane.c
+// runs it: publish this rank's payload (a broadcast root's send, every
+// rank's all_gather block) in its buffer of the next epoch, post it with
+// the op's stamp and copy the rank's own data into recv. It returns the
+// epoch for the Finish functions of lane_move.go.
+func startLaneMove(a *arena.Arena, move laneMoveKind, seq uint64, send, recv []byte, root int) (uint64, error) {
+	me := a.Index()
+	m := len(send)
+	var stamp arena.Stamp
+	switch move {
+	case moveBroadcast:
+		m = len(recv)
+		stamp = BroadcastStamp(seq, m, root)
+	case moveAllGather:
+		stamp = AllGatherStamp(seq, m)
+	default:
+		m = 0
+		stamp = BarrierStamp(seq)
+	}
+	if limit := LaneMoveLimit(a); m > limit {
+		return 0, args.Invalidf("%d bytes do not take one epoch (limit %d)", m, limit)
+	}
+	if err := a.Begin(seq); err != nil {
+		return 0, err
+	}
+	defer a.End(nil)
+	e := a.Next()
+	publishes := m > 0 && (move == moveAllGather || me == root)
+	if publishes {
+		copy(laneBuffer(a, me, e, m), send)
+	}
+	postFirst(a, e, stamp)
+	if publishes {
+		own := recv
+		if move == moveAllGather {
+			own = recv[me*m : (me+1)*m]
+		}
+		args.CopyUnlessSame(own, send)
+	}
+	return e, nil
+}
+
+// laneMove runs a data mover through both halves of the lane.
+func laneMove(ctx context.Context, a *arena.Arena, move laneMoveKind, seq uint64, send, recv []byte, root int) error {
+	e, err := startLaneMove(a, move, seq, send, recv, root)
+	if err != nil {
+		return err
+	}
+	switch move {
+	case moveBroadcast:
+		return FinishLaneBroadcast(ctx, a, seq, e, recv, root)
+	case moveAllGather:
+		return FinishLaneAllGather(ctx, a, seq, e, recv)
+	default:
+		return FinishLaneBarrier(ctx, a, seq, e)
+	}
+}
+
+func randomBytes(n int, seed uint64) []byte {
+	rng := rand.New(rand.NewPCG(seed, 7))
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(rng.Uint32())
+	}
+	return b
+}
+
+// The halves meet Broadcast, AllGatherWith and Barrier on the ranks that do
+// not take the lane, epoch for epoch: every rank ends with the reference's
+// bytes, for sizes from empty through the inline slot to the lane's limit,
+// in and out of place, whichever ranks take the lane.
+func TestLaneMovesMatchTheirCollectives(t *testing.T) {
+	for _, p := range []int{2, 3} {
+		t.Run(fmt.Sprint("p", p), func(t *testing.T) {
+			w := newWorld(t, p, testArenaConfig(""))
+			inline, limit := w.arenas[0].InlineBytes(), LaneMoveLimit(w.arenas[0])
+			require.Greater(t, limit, inline)
+			all := uint(1)<<p - 1
+			for _, n := range []int{0, 1, 7, inline, inline + 1, limit} {
+				for lanes := uint(1); lanes <= all; lanes++ { // which ranks take the lane
+					inLane := func(r int) bool { return lanes&(1<<r) != 0 }
+					what := fmt.Sprintf("n=%d lanes=%b", n, lanes)
+					for _, root := range []int{0, p - 1} {
+						payload := randomBytes(n, uint64(n*31+root))
+						outs := make([][]byte, p)
+						w.runOK(t, func(ctx context.Context, a *arena.Arena, r int, seq uint64) error {
+							outs[r] = make([]byte, n)
+							send := outs[r]
+							if r == root {
+								if n%2 == 0 { // in place
+									copy(outs[r], payload)
+								} else {
+									send = payload
+								}
+							}
+							if inLane(r) {
+								return laneMove(ctx, a, moveBroadcast, seq, send, outs[r], root)
+							}
+							return Broadcast(ctx, a, seq, send, outs[r], root)
+						})
+						for r := range p {
+							requireSameBytes(t, payload, outs[r], "broadcast root %d %s rank %d", root, what, r)
+						}
+					}
+					blocks := make([][]byte, p)
+					want := []byte{}
+					for r := range p {
+						blocks[r] = randomBytes(n, uint64(n*17+r))
+						want = append(want, blocks[r]...)
+					}
+					outs := make([][]byte, p)
+					w.runOK(t, func(ctx context.Context, a *arena.Arena, r int, seq uint64) error {
+						outs[r] = make([]byte, p*n)
+						send := blocks[r]
+						if n%2 == 1 { // in place: the own block of recv
+							send = outs[r][r*n : (r+1)*n]
+							copy(send, blocks[r])
+						}
+						if inLane(r) {
+							return laneMove(ctx, a, moveAllGather, seq, send, outs[r], -1)
+						}
+						return AllGatherWith(ctx, a, nil, seq, send, outs[r])
+					})
+					for r := range p {
+						requireSameBytes(t, want, outs[r], "all_gather %s rank %d", what, r)
+					}
+					w.runOK(t, func(ctx context.Context, a *arena.Arena, r int, seq uint64) error {
+						if inLane(r) {
+							return laneMove(ctx, a, moveBarrier, seq, nil, nil, -1)
+						}
+						return Barrier(ctx, a, seq)
+					})
+				}
+			}
+		})
+	}
+}
+
+// A rank in the lane that runs another op than its peers (or the same op
+// with other sizes or root) fails with ErrMismatch, as its peers do, and
+// the arena stays usable.
+func TestLaneMoveMismatchFailsEveryRankAndKeepsArena(t *testing.T) {
+	w := newWorld(t, 2, testArenaConfig(""))
+	for _, tc := range []struct {
+		name string
+		run  func(ctx context.Context, a *arena.Arena, r int, seq uint64) error
+		want string
+	}{
+		{"broadcast against all_gather", func(ctx context.Context, a *arena.Arena, r int, seq uint64) error {
+			buf := make([]byte, 16)
+			if r == 0 {
+				return laneMove(ctx, a, moveBroadcast, seq, buf[:8], buf[:8], 0)
+			}
+			return laneMove(ctx, a, moveAllGather, seq, buf[8:], buf, -1)
+		}, "rank 1 called allgather, this rank broadcast"},
+		{"roots differ", func(ctx context.Context, a *arena.Arena, r int, seq uint64) error {
+			buf := make([]byte, 8)
+			return laneMove(ctx, a, moveBroadcast, seq, buf, buf, r)
+		}, "root"},
+		{"all_gather blocks differ", func(ctx context.Context, a *arena.Arena, r int, seq uint64) error {
+			m := 8 * (r + 1)
+			out := make([]byte, 2*m)
+			return laneMove(ctx, a, moveAllGather, seq, out[r*m:(r+1)*m], out, -1)
+		}, "bytes per rank"},
+		{"barrier against Go's broadcast", func(ctx context.Context, a *arena.Arena, r int, seq uint64) error {
+			if r == 0 {
+				return laneMove(ctx, a, moveBarrier, seq, nil, nil, -1)
+			}
+			return Broadcast(ctx, a, seq, nil, nil, 0)
+		}, "broadcast"},
+	} {
+		errs := w.run(t, tc.run)
+		for r, err := range errs {
+			require.ErrorIs(t, err, ErrMismatch, "%s: rank %d", tc.name, r)
+		}
+		require.Contains(t, errs[0].Error()+errs[1].Error(), tc.want, tc.name)
+		w.runOK(t, func(ctx context.Context, a *arena.Arena, _ int, seq uint64) error { return Barrier(ctx, a, seq) })
+	}
+}
+
+// A peer that never comes: the Go half waits within the op's deadline,
+// names the peer, and breaks the arena (as Broadcast would).
+func TestLaneMoveFinishTimesOutAndNamesThePeer(t *testing.T) {
+	for _, move := range []laneMoveKind{moveBroadcast, moveAllGather, moveBarrier} {
+		w := newWorld(t, 2, testArenaConfig(""))
+		buf := make([]byte, 16)
+		e, err := startLaneMove(w.arenas[0], move, 1, buf[:8], buf, 0)
+		require.NoError(t, err)
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		switch move {
+		case moveBroadcast:
+			err = FinishLaneBroadcast(ctx, w.arenas[0], 1, e, buf, 0)
+		case moveAllGather:
+			err = FinishLaneAllGather(ctx, w.arenas[0], 1, e, buf)
+		default:
+			err = FinishLaneBarrier(ctx, w.arenas[0], 1, e)
+		}
+		cancel()
+		require.ErrorIs(t, err, context.DeadlineExceeded, "move %d", move)
+		require.Contains(t, err.Error(), "peer rank 1", "move %d", move)
+		require.ErrorIs(t, Barrier(context.Background(), w.arenas[0], 2), arena.ErrBroken, "move %d", move)
+	}
+}
+
+// The lane's limit is where Broadcast and AllGather leave one epoch: a
+// broadcast of the limit takes one epoch, one byte more takes two.
+func TestLaneMoveLimit(t *testing.T) {
+	for _, cfg := range []arena.Config{{}, testArenaConfig("")} {
+		w := newWorld(t, 2, cfg)
+		a := w.arenas[0]
+		limit := LaneMoveLimit(a)
+		require.Equal(t, max(a.InlineBytes(), alignDown(min(defaultTuning().copyBytes, a.HalfBytes()), lineBytes)), limit)
+		for _, n := range []int{limit, limit + 1} {
+			before := *a.Raw().Epoch
+			w.runOK(t, func(ctx context.Context, a *arena.Arena, _ int, seq uint64) error {
+				buf := make([]byte, n)
+				return Broadcast(ctx, a, seq, buf, buf, 0)
+			})
+			epochs := 1
+			if n > limit {
+				epochs = 2
+			}
+			require.Equal(t, uint64(epochs), *a.Raw().Epoch-before, "broadcast of %d bytes (limit %d)", n, limit)
+		}
+	}
+	require.Equal(t, -1, LaneMoveLimit(nil))
+}
+
+// startLaneReduce and startLaneReduceScatter are the first halves of a
+// one-epoch reduce and reduce_scatter as export/lane.c runs them: publish
+// (scaled for PreMulSum) and post the stamped epoch.
+func startLaneReduce(a *arena.Arena, seq uint64, send []byte, dt reduce.DType, op reduce.Op, preMul float64, root int) (uint64, error) {
+	if n := len(send); n > LaneLimit(a) {
+		return 0, args.Invalidf("%d bytes do not take one epoch", n)
+	}
+	if err := a.Begin(seq); err != nil {
+		return 0, err
+	}
+	defer a.End(nil)
+	e := a.Next()
+	publish(dt, op, preMul, laneBuffer(a, a.Index(), e, len(send)), send)
+	postFirst(a, e, ReduceStamp(seq, len(send), dt, op, root))
+	return e, nil
+}
+
+func startLaneReduceScatter(a *arena.Arena, seq uint64, send, recv []byte, dt reduce.DType, op reduce.Op, preMul float64) (uint64, error) {
+	me, p, m := a.Index(), a.Size(), len(recv)
+	if m > LaneReduceScatterLimit(a) {
+		return 0, args.Invalidf("%d bytes per rank do not take one epoch", m)
+	}
+	if err := a.Begin(seq); err != nil {
+		return 0, err
+	}
+	defer a.End(nil)
+	e := a.Next()
+	if m > 0 {
+		slot, shared := scatterSlot(a, defaultTuning()), scatterOwnShared(send[me*m:(me+1)*m], recv, me, op)
+		for j := range p {
+			if j != me || shared {
+				publish(dt, op, preMul, a.Half(me, e)[j*slot:j*slot+m], send[j*m:(j+1)*m])
+			}
+		}
+	}
+	postFirst(a, e, ReduceScatterStamp(seq, m, dt, op))
+	return e, nil
+}
+
+// The reduce and reduce_scatter halves meet Reduce and ReduceScatter on the
+// ranks that do not take the lane and give the reference's result, bit
+// for bit, for every dtype and op, sizes up to the lane's limits, in and
+// out of place, whichever ranks take the lane.
+func TestLaneReductionsMatchTheirCollectives(t *testing.T) {
+	for _, p := range []int{2, 3} {
+		t.Run(fmt.Sprint("p", p), func(t *testing.T) {
+			w := newWorld(t, p, testArenaConfig(""))
+			a0 := w.arenas[0]
+			all := uint(1)<<p - 1
+			for _, pair := range validPairs() {
+				dt, op := reduce.DType(pair[0]), reduce.Op(pair[1])
+				es := dt.Size()
+				for _, n := range []int{0, 1, 7, a0.InlineBytes() / es, a0.InlineBytes()/es + 1, LaneLimit(a0) / es} {
+					seed := uint64(n)*131 + uint64(dt)*17 + uint64(op)
+					inputs := make([][]byte, p)
+					for r := range p {
+						inputs[r] = input(dt, op, n, r, seed)
+					}
+					want := refReduce(dt, op, testPreMul, inputs)
+					for _, lanes := range []uint{1, all} {
+						root := int(seed) % p
+						var got []byte
+						w.runOK(t, func(ctx context.Context, a *arena.Arena, r int, seq uint64) error {
+							send := append([]byte(nil), inputs[r]...)
+							var recv []byte
+							if r == root {
+								recv = send // in place on odd sizes
+								if n%2 == 0 {
+									recv = make([]byte, len(send))
+								}
+								got = recv
+							}
+							if lanes&(1<<r) == 0 {
+								return Reduce(ctx, a, seq, send, recv, dt, op, testPreMul, root)
+							}
+							e, err := startLaneReduce(a, seq, send, dt, op, testPreMul, root)
+							if err != nil {
+								return err
+							}
+							return FinishLaneReduce(ctx, a, seq, e, len(send), recv, dt, op, root)
+						})
+						requireSameBytes(t, want, got, "reduce %s %s n=%d root %d lanes=%b", dt, op, n, root, lanes)
+					}
+				}
+				for _, m := range []int{0, 1, 7, LaneReduceScatterLimit(a0) / es} {
+					seed := uint64(m)*37 + uint64(dt)*5 + uint64(op)
+					inputs := make([][]byte, p)
+					for r := range p {
+						inputs[r] = input(dt, op, p*m, r, seed)
+					}
+					want := refReduce(dt, op, testPreMul, inputs)
+					mb := m * es
+					for _, lanes := range []uint{1, all - 1, all} {
+						outs := make([][]byte, p)
+						w.runOK(t, func(ctx context.Context, a *arena.Arena, r int, seq uint64) error {
+							send := append([]byte(nil), inputs[r]...)
+							recv := send[r*mb : (r+1)*mb] // in place on odd sizes
+							if m%2 == 0 {
+								recv = make([]byte, mb)
+							}
+							outs[r] = recv
+							if lanes&(1<<r) == 0 {
+								return ReduceScatter(ctx, a, seq, send, recv, dt, op, testPreMul)
+							}
+							e, err := startLaneReduceScatter(a, seq, send, recv, dt, op, testPreMul)
+							if err != nil {
+								return err
+							}
+							return FinishLaneReduceScatter(ctx, a, seq, e, send, recv, dt, op)
+						})
+						for r := range p {
+							requireSameBytes(t, want[r*mb:(r+1)*mb], outs[r], "reduce_scatter %s %s m=%d lanes=%b rank %d", dt, op, m, lanes, r)
+						}
+					}
+				}
+			}
+		})
+	}
+}
+
+// A reduce_scatter of the lane's limit takes one epoch of ReduceScatter,
+// one element more two.
+func TestLaneReduceScatterLimit(t *testing.T) {
+	w := newWorld(t, 2, arena.Config{})
+	a := w.arenas[0]
+	limit := LaneReduceScatterLimit(a)
+	for _, m := range []int{limit, limit + 4} {
+		before := *a.Raw().Epoch
+		w.runOK(t, func(ctx context.Context, a *arena.Arena, _ int, seq uint64) error {
+			return ReduceScatter(ctx, a, seq, make([]byte, 2*m), make([]byte, m), reduce.Float32, reduce.Sum, 0)
+		})
+		epochs := uint64(1)
+		if m > limit {
+			epochs = 2
+		}
+		require.Equal(t, epochs, *a.Raw().Epoch-before, "reduce_scatter of %d bytes per rank (limit %d)", m, limit)
+	}
+	require.Equal(t, -1, LaneReduceScatterLimit(nil))
+}
