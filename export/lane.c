@@ -678,6 +678,18 @@ static int hg_lane_op_takes(const struct hg_lane* l, int kind, size_t m, int str
   return out < s->scg_min || out > s->scg_max || __atomic_load_n(s->scg_state, __ATOMIC_ACQUIRE) == s->scg_off;
 }
 
+// hg_rooted_args reports whether the buffers of a rooted op of n bytes
+// are the lane's to take: root in range, every rank's buffer `all` (a
+// reduce's send, a broadcast's recv) given, and root's other buffer
+// (`at_root`) given and either the same as `all` or apart from it. Go
+// judges the rest (its errors name the problem).
+static int hg_rooted_args(const struct hg_lane* l, int root, size_t n, const void* all, const void* at_root) {
+  if (root < 0 || root >= l->size) return 0;
+  if (n == 0) return 1;
+  if (all == NULL) return 0;
+  return root != l->index || (at_root != NULL && (at_root == all || !hg_overlaps(all, n, at_root, n)));
+}
+
 // hg_lane_bytes is count elements of dtype in bytes, times `times`; 0 when
 // the dtype is not one (Go's error) or the product overflows.
 static int hg_lane_bytes(size_t count, int dtype, size_t times, size_t* n) {
@@ -720,11 +732,7 @@ int hg_lane_reduce(const void* send, void* recv, size_t count, int dtype, int op
   struct hg_lane* l = hg_lane_enter(comm, &place);
   if (l == NULL) return 0;
   int ran = 0;
-  // Go judges a root out of range, missing buffers and a root's partly
-  // overlapping ones.
-  int valid = root >= 0 && root < l->size && (n == 0 || send != NULL);
-  if (valid && root == l->index && n > 0) valid = recv != NULL && (send == recv || !hg_overlaps(send, n, recv, n));
-  if (valid && hg_lane_op_takes(l, HG_OP_REDUCE, n, stream)) {
+  if (hg_rooted_args(l, root, n, send, recv) && hg_lane_op_takes(l, HG_OP_REDUCE, n, stream)) {
     ran = hg_lane_run(l, send, recv, count, dtype, op, preMul, root, stream, 0, result);
   }
   hg_lane_leave(place);
@@ -770,11 +778,7 @@ int hg_lane_broadcast(const void* send, void* recv, size_t count, int dtype, int
   struct hg_lane* l = hg_lane_enter(comm, &place);
   if (l == NULL) return 0;
   int ran = 0;
-  // Go judges a root out of range, missing buffers and a root's partly
-  // overlapping ones.
-  int valid = root >= 0 && root < l->size && (n == 0 || recv != NULL);
-  if (valid && root == l->index && n > 0) valid = send != NULL && (send == recv || !hg_overlaps(send, n, recv, n));
-  if (valid && hg_lane_op_takes(l, HG_OP_BROADCAST, n, stream)) {
+  if (hg_rooted_args(l, root, n, recv, send) && hg_lane_op_takes(l, HG_OP_BROADCAST, n, stream)) {
     ran = hg_lane_move(l, HG_OP_BROADCAST, send, recv, n, root, stream, result);
   }
   hg_lane_leave(place);
