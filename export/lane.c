@@ -558,7 +558,8 @@ static int hg_lane_run(struct hg_lane* l, const void* send, void* recv, size_t c
 handover:;
   uint64_t id = hg_lane_hand_over(l, &o);
   if (root >= 0) {
-    *result = goLaneFinishOp(l->comm, stream, HG_OP_REDUCE, o.seq, id, e, o.t0, NULL, recv, n, dt, op, preMul, root);
+    *result =
+        goLaneFinishOp(l->comm, stream, HG_OP_REDUCE, o.seq, id, e, o.t0, NULL, recv, n, dt, op, preMul, root, 0, 0);
   } else {
     *result = goLaneFinish(l->comm, stream, o.seq, id, e, o.t0, recv, count, dt, op);
   }
@@ -607,22 +608,25 @@ static int hg_lane_move(struct hg_lane* l, int kind, const void* send, void* rec
 
 handover:;
   uint64_t id = hg_lane_hand_over(l, &o);
-  *result = goLaneFinishOp(l->comm, stream, kind, o.seq, id, e, o.t0, NULL, recv, out, -1, -1, 0, root);
+  *result = goLaneFinishOp(l->comm, stream, kind, o.seq, id, e, o.t0, NULL, recv, out, -1, -1, 0, root, 0, 0);
   return 1;
 }
 
-// hg_lane_scatter runs a reduce_scatter of m bytes per rank in one
-// stamped epoch, the one-epoch case of collectives/intra/reducescatter.go:
-// publish block j of send (for PreMulSum scaled) in slot j of this rank's
-// half, for every peer j and for itself where scatter shares the own block
-// (intra's scatterOwnShared), post stamped, wait, check the stamps, reduce
-// slot me of every rank's half (the own block from send unless shared) in
-// rank order into recv.
+// hg_lane_scatter runs a reduce_scatter of m bytes per rank as
+// collectives/intra/reducescatter.go does, chunk by chunk (scatter_slot
+// bytes of each block per epoch): publish chunk k of every block j (for
+// PreMulSum scaled) in slot j of this rank's half, for every peer j and for
+// itself where scatter shares the own block (intra's scatterOwnShared),
+// post (stamped in the first epoch), wait, check the stamps (first epoch),
+// reduce chunk k of slot me of every rank's half (the own block from send
+// unless shared) in rank order into recv. A wait that outlasts the spin, a
+// stamp that differs or a kernel that declines hands the op over to Go at
+// the chunk it is in (intra.FinishLaneReduceScatter).
 static int hg_lane_scatter(struct hg_lane* l, const void* send, void* recv, size_t count, int dt, int op, double preMul,
                            int stream, hcclGoResult_t* result) {
   const int me = l->index, p = l->size;
   struct hg_lane_stream* s = &l->streams[stream];
-  const size_t m = count * hg_dtype_size[dt], slot = (size_t)s->op_limit[HG_OP_REDUCESCATTER];
+  const size_t m = count * hg_dtype_size[dt], slot = s->scatter_slot;
   struct hg_lane_op o = {.desc = l->ops[HG_OP_REDUCESCATTER].desc,
                          .stream = stream,
                          .n = (size_t)p * m,
@@ -635,32 +639,42 @@ static int hg_lane_scatter(struct hg_lane* l, const void* send, void* recv, size
   hg_lane_stamp(stamp, HG_KIND_REDUCESCATTER, o.seq, m, dt, op, -1);
 
   const unsigned char* in = send;
+  unsigned char* out = recv;
   const unsigned char* own = in + (size_t)me * m;
-  const int shared = op == HG_PREMULSUM || (me >= 2 && own == recv);
-  const uint64_t e = ++*s->epoch;
-  const int par = (int)(e & 1);
-  if (m > 0) {
-    for (int j = 0; j < p; j++) {
+  const int shared = op == HG_PREMULSUM || (me >= 2 && own == out);
+  uint64_t e = 0;
+  size_t off = 0;
+  int waited = 0;
+  do {  // once for an empty call: it meets its peers all the same
+    const size_t c = m - off < slot ? m - off : slot;
+    const int first = off == 0;
+    e = ++*s->epoch;
+    const int par = (int)(e & 1);
+    waited = 0;
+    for (int j = 0; c > 0 && j < p; j++) {
       if (j != me || shared)
-        hg_lane_publish(l, dt, op, preMul, s->half[par][me] + (size_t)j * slot, in + (size_t)j * m, m);
+        hg_lane_publish(l, dt, op, preMul, s->half[par][me] + (size_t)j * slot, in + (size_t)j * m + off, c);
     }
-  }
-  hg_lane_post(l, s, e, stamp);
-  if (!hg_lane_wait(l, s, stream, e, s->flags[par]) || !hg_lane_stamps_agree(l, s, e, stamp)) goto handover;
-  if (m > 0) {
-#define HG_IN(j) ((j) == me && !shared ? own : s->half[par][j] + (size_t)me * slot)
-    int ok = hg_reduce(l->isa, dt, op, recv, HG_IN(0), HG_IN(1), m);
-    for (int j = 2; ok && j < p; j++) ok = hg_reduce(l->isa, dt, op, recv, recv, HG_IN(j), m);
+    hg_lane_post(l, s, e, first ? stamp : NULL);
+    if (!hg_lane_wait(l, s, stream, e, first ? s->flags[par] : s->posted)) goto handover;
+    if (first && !hg_lane_stamps_agree(l, s, e, stamp)) goto handover;
+    waited = 1;
+    if (c > 0) {
+#define HG_IN(j) ((j) == me && !shared ? own + off : s->half[par][j] + (size_t)me * slot)
+      int ok = hg_reduce(l->isa, dt, op, out + off, HG_IN(0), HG_IN(1), c);
+      for (int j = 2; ok && j < p; j++) ok = hg_reduce(l->isa, dt, op, out + off, out + off, HG_IN(j), c);
 #undef HG_IN
-    if (ok && op == HG_AVG) ok = hg_divide(l->isa, dt, recv, p, m);
-    if (!ok) goto handover;
-  }
+      if (ok && op == HG_AVG) ok = hg_divide(l->isa, dt, out + off, p, c);
+      if (!ok) goto handover;  // kernels decline on their first block, before writing
+    }
+    off += c;
+  } while (off < m);
   return hg_lane_done(l, &o, result);
 
 handover:;
   uint64_t id = hg_lane_hand_over(l, &o);
   *result = goLaneFinishOp(l->comm, stream, HG_OP_REDUCESCATTER, o.seq, id, e, o.t0, (void*)send, recv, m, dt, op,
-                           preMul, -1);
+                           preMul, -1, (long long)off, waited);
   return 1;
 }
 

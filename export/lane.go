@@ -101,6 +101,9 @@ func registerLane(h uint64, e *commEntry) {
 		for o, limit := range st.OpLimits {
 			s.op_limit[o] = C.longlong(limit)
 		}
+		if st.ScatterSlot > 0 {
+			s.scatter_slot = C.size_t(st.ScatterSlot)
+		}
 		if st.GatherSingleCopyState != nil {
 			s.scg_state = (*C.int32_t)(pinned(&reg.pin, unsafe.Pointer(st.GatherSingleCopyState)))
 			s.scg_off, s.scg_min, s.scg_max = C.int32_t(st.SingleCopyOff), C.size_t(st.GatherSingleCopyMin), C.size_t(st.GatherSingleCopyMax)
@@ -251,10 +254,11 @@ func goLaneFinishPipeline(comm C.uint64_t, stream C.int, seq, id, epoch C.uint64
 // differs, or a kernel declined. recv holds out bytes: a broadcast's
 // payload, an all_gather's every block, a reduce_scatter's block (send then
 // holds p blocks), a reduce's result on root (n bytes; recv NULL off root),
-// none for a barrier; dt and op are -1 for the data movers.
+// none for a barrier; dt and op are -1 for the data movers. A
+// reduce_scatter stopped at the chunk of offset off, waited or not.
 //
 //export goLaneFinishOp
-func goLaneFinishOp(comm C.uint64_t, stream, kind C.int, seq, id, epoch C.uint64_t, started C.int64_t, send, recv unsafe.Pointer, out C.size_t, dt, op C.int, preMul C.double, root C.int) (rc C.hcclGoResult_t) {
+func goLaneFinishOp(comm C.uint64_t, stream, kind C.int, seq, id, epoch C.uint64_t, started C.int64_t, send, recv unsafe.Pointer, out C.size_t, dt, op C.int, preMul C.double, root C.int, off C.longlong, waited C.int) (rc C.hcclGoResult_t) {
 	defer recoverPanic(&rc)
 	e, ok := laneComm(comm)
 	if !ok { // cannot happen: a lane is freed only once no op is in it
@@ -265,7 +269,8 @@ func goLaneFinishOp(comm C.uint64_t, stream, kind C.int, seq, id, epoch C.uint64
 			Stream: int(stream), Seq: uint64(seq), ID: uint64(id), Epoch: uint64(epoch),
 			Started: time.Duration(started), DType: reduce.DType(dt), Op: reduce.Op(op),
 		},
-		Kind: pgbackend.LaneOp(kind), Root: int(root), Bytes: int(out),
+		Kind: pgbackend.LaneOp(kind), Root: int(root), Bytes: int(out), PreMul: float64(preMul),
+		Offset: int(off), Waited: waited != 0,
 	}
 	if out > 0 && recv != nil {
 		h.Recv = unsafe.Slice((*byte)(recv), int(out))

@@ -36,12 +36,12 @@ struct hg_lane_stream {
   // of pipe_slot bytes (intra.LanePipeline, collectives/intra/rsag.go).
   size_t pipe_min, pipe_slot;
   // The largest payload of each of the other ops (an all_gather's and a
-  // reduce_scatter's block, which is also the reduce_scatter's slot) that
-  // runs in one epoch, by HG_OP_* (-1: none; pgbackend LaneStream's
-  // OpLimits); all_gathers whose recv has scg_min to scg_max bytes go to Go
+  // reduce_scatter's block) that the lane runs, by HG_OP_* (-1: none;
+  // pgbackend LaneStream's OpLimits); all_gathers whose recv has scg_min to scg_max bytes go to Go
   // while *scg_state (the all_gather's single-copy agreement) is not
   // scg_off (NULL: never).
   long long op_limit[HG_OPS];
+  size_t scatter_slot;  // bytes of each block per epoch of reduce_scatter
   int32_t* scg_state;
   int32_t scg_off;
   size_t scg_min, scg_max;

@@ -1,6 +1,7 @@
 package pgbackend
 
 import (
+	"math"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -196,10 +197,16 @@ func (o LaneOp) kind() string {
 // reductions'.
 type LaneOpHandover struct {
 	LaneHandover
-	Kind  LaneOp
-	Root  int
-	Send  []byte
-	Bytes int
+	Kind   LaneOp
+	Root   int
+	Send   []byte
+	Bytes  int
+	PreMul float64
+	// Offset and Waited: where a reduce_scatter stopped (the chunk at
+	// Offset of each block, its epoch posted; Waited: the peers were seen
+	// to post it).
+	Offset int
+	Waited bool
 }
 
 // FinishLaneOp finishes an op that the C fast lane began (intra's
@@ -223,7 +230,7 @@ func (c *Communicator) FinishLaneOp(h LaneOpHandover) error {
 		case LaneReduce:
 			return intra.FinishLaneReduce(ctx, a, h.Seq, h.Epoch, h.Bytes, h.Recv, h.DType, h.Op, h.Root)
 		case LaneReduceScatter:
-			return intra.FinishLaneReduceScatter(ctx, a, h.Seq, h.Epoch, h.Send, h.Recv, h.DType, h.Op)
+			return intra.FinishLaneReduceScatter(ctx, a, h.Seq, h.Epoch, h.Offset, h.Waited, h.Send, h.Recv, h.DType, h.Op, h.PreMul)
 		default:
 			return intra.FinishLaneBarrier(ctx, a, h.Seq, h.Epoch)
 		}
@@ -260,7 +267,7 @@ func laneOpLimit(o LaneOp, a *arena.Arena) int {
 	case LaneReduce:
 		return intra.LaneLimit(a)
 	case LaneReduceScatter:
-		return intra.LaneReduceScatterLimit(a)
+		return math.MaxInt // chunk by chunk (LaneStream.ScatterSlot)
 	default:
 		return 0
 	}
@@ -338,6 +345,7 @@ type LaneStream struct {
 	// while *GatherSingleCopyState is not SingleCopyOff
 	// (intra.SingleCopyGatherWords; nil: never).
 	OpLimits                                 [laneOps]int
+	ScatterSlot                              int // reduce_scatter's bytes of each block per epoch (intra.LaneScatterSlot)
 	GatherSingleCopyState                    *int32
 	GatherSingleCopyMin, GatherSingleCopyMax int
 }
@@ -389,6 +397,7 @@ func (c *Communicator) Lane() (v LaneView, ok bool) {
 				for o := range laneOps {
 					ls.OpLimits[o] = laneOpLimit(o, a)
 				}
+				ls.ScatterSlot = intra.LaneScatterSlot(a)
 				ls.GatherSingleCopyState, ls.GatherSingleCopyMin, ls.GatherSingleCopyMax = intra.SingleCopyGatherWords(c.singleCopyGather[i])
 			}
 		}

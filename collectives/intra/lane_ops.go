@@ -9,7 +9,8 @@ import (
 )
 
 // The fast lane's other ops (lane.go has all_reduce's). Each runs in one
-// stamped epoch, in two halves as the lane's all_reduce does: the first
+// stamped epoch (reduce_scatter: chunk by chunk, below), in two halves as
+// the lane's all_reduce does: the first
 // publishes this rank's part and posts the epoch, the second waits for the
 // peers, checks their stamps and takes what it needs from their buffers.
 // Export's C fast lane runs both halves (export/lane.c) and hands an op
@@ -119,11 +120,12 @@ func FinishLaneBarrier(ctx context.Context, a *arena.Arena, seq, e uint64) error
 }
 
 // The fast lane's reduce and reduce_scatter. A blocking reduce that Reduce
-// runs one-shot in one epoch (LaneLimit, as all_reduce) and a blocking
-// reduce_scatter whose blocks fit one slot of the data halves
-// (LaneReduceScatterLimit) run in the same two halves: the first publishes
-// this rank's input and posts the epoch, the second waits, checks the
-// stamps and reduces in rank order (root only, for reduce).
+// runs one-shot in one epoch (LaneLimit, as all_reduce) runs in the same
+// two halves: the first publishes this rank's input and posts the epoch,
+// the second waits, checks the stamps and reduces in rank order on root.
+// A blocking reduce_scatter runs in C chunk by chunk as ReduceScatter does
+// (LaneScatterSlot bytes of each block per epoch) and is handed over at
+// the chunk it is in.
 
 // ReduceStamp and ReduceScatterStamp are the stamps the first epoch of a
 // reduce of n bytes to root (a local index), and of a reduce_scatter of m
@@ -155,10 +157,11 @@ func FinishLaneReduce(ctx context.Context, a *arena.Arena, seq, e uint64, n int,
 	return wrapOp("reduce", a, seq, err)
 }
 
-// LaneReduceScatterLimit is the largest block, in bytes, that
-// ReduceScatter runs on a in one epoch: one slot of the data halves (-1:
-// none, with fewer than two local ranks).
-func LaneReduceScatterLimit(a *arena.Arena) int {
+// LaneScatterSlot is the bytes of each block that ReduceScatter on a
+// reduces per epoch (-1: none, with fewer than two local ranks): a
+// reduce_scatter of blocks up to it takes one epoch; the C lane runs
+// larger ones chunk by chunk as ReduceScatter does.
+func LaneScatterSlot(a *arena.Arena) int {
 	if a == nil || a.Size() < 2 {
 		return -1
 	}
@@ -170,27 +173,23 @@ func scatterSlot(a *arena.Arena, t tuning) int {
 	return alignDown(min(t.sliceBytes, a.HalfBytes()/a.Size()), lineBytes)
 }
 
-// FinishLaneReduceScatter is the second half of a one-epoch reduce_scatter
-// of send (p blocks of len(recv) bytes) whose first half published the
-// blocks the peers reduce (block j in slot j of this rank's half of epoch
-// e, scaled for PreMulSum, its own too where scatter shares it) and posted
-// e: it waits for every peer, checks their stamps and reduces this rank's
-// block in rank order into recv. Errors as for FinishLaneAllReduce.
-func FinishLaneReduceScatter(ctx context.Context, a *arena.Arena, seq, e uint64, send, recv []byte, dt reduce.DType, op reduce.Op) error {
+// FinishLaneReduceScatter finishes a reduce_scatter of send (p blocks of
+// len(recv) bytes) that code outside Go ran as ReduceScatter does up to
+// the chunk at offset off (a multiple of LaneScatterSlot), whose epoch e
+// it took, published and posted (with the op's stamp when off is 0);
+// waited says it also saw every peer post e and checked their stamps. It
+// reduces that chunk and runs the rest. Errors as for FinishLaneAllReduce.
+func FinishLaneReduceScatter(ctx context.Context, a *arena.Arena, seq, e uint64, off int, waited bool, send, recv []byte, dt reduce.DType, op reduce.Op, preMul float64) error {
 	if err := a.Begin(seq); err != nil {
 		return wrapOp("reducescatter", a, seq, err)
 	}
-	me, p, m := a.Index(), a.Size(), len(recv)
-	err := awaitFirst(ctx, a, e, ReduceScatterStamp(seq, m, dt, op))
-	if err == nil && m > 0 {
-		slot, ownShared := scatterSlot(a, defaultTuning()), scatterOwnShared(send[me*m:(me+1)*m], recv, me, op)
-		reduceInto(dt, op, recv, p, func(j int) []byte {
-			if j == me && !ownShared {
-				return send[me*m : (me+1)*m]
-			}
-			return a.Half(j, e)[me*slot : me*slot+m]
-		})
-		finishAvg(dt, op, recv, p)
+	p, m := a.Size(), len(recv)
+	r := &reduction{a: a, dt: dt, op: op, preMul: preMul, t: defaultTuning(), stamp: ReduceScatterStamp(seq, m, dt, op)}
+	var err error
+	if m == 0 {
+		err = awaitFirst(ctx, a, e, r.stamp) // the empty call: one stamped epoch
+	} else {
+		err = r.scatterFrom(ctx, send, recv, evenBlocks(p, m), scatterStart{off: off, e: e, waited: waited})
 	}
 	endOp(a, err)
 	return wrapOp("reducescatter", a, seq, err)

@@ -268,26 +268,47 @@ func startLaneReduce(a *arena.Arena, seq uint64, send []byte, dt reduce.DType, o
 	return e, nil
 }
 
-func startLaneReduceScatter(a *arena.Arena, seq uint64, send, recv []byte, dt reduce.DType, op reduce.Op, preMul float64) (uint64, error) {
+// laneReduceScatter runs a reduce_scatter as export/lane.c does, chunk by
+// chunk through the data halves, and hands it over to
+// FinishLaneReduceScatter at the chunk of offset stop (a multiple of the
+// slot, at most the last chunk's), after its wait (waited) or before.
+func laneReduceScatter(ctx context.Context, a *arena.Arena, seq uint64, send, recv []byte, dt reduce.DType, op reduce.Op, preMul float64, stop int, waited bool) error {
 	me, p, m := a.Index(), a.Size(), len(recv)
-	if m > LaneReduceScatterLimit(a) {
-		return 0, args.Invalidf("%d bytes per rank do not take one epoch", m)
-	}
 	if err := a.Begin(seq); err != nil {
-		return 0, err
+		return err
 	}
-	defer a.End(nil)
-	e := a.Next()
-	if m > 0 {
-		slot, shared := scatterSlot(a, defaultTuning()), scatterOwnShared(send[me*m:(me+1)*m], recv, me, op)
+	slot, shared := LaneScatterSlot(a), scatterOwnShared(send[me*m:(me+1)*m], recv, me, op)
+	stamp := ReduceScatterStamp(seq, m, dt, op)
+	var e uint64
+	for off := 0; ; off += slot {
+		c := min(slot, m-off)
+		e = a.Next()
 		for j := range p {
-			if j != me || shared {
-				publish(dt, op, preMul, a.Half(me, e)[j*slot:j*slot+m], send[j*m:(j+1)*m])
+			if c > 0 && (j != me || shared) {
+				publish(dt, op, preMul, a.Half(me, e)[j*slot:j*slot+c], send[j*m+off:j*m+off+c])
 			}
 		}
+		post(a, e, stamp, off == 0)
+		if off == stop && !waited {
+			break
+		}
+		if err := await(ctx, a, e, stamp, off == 0); err != nil {
+			a.End(err)
+			return err
+		}
+		if off == stop {
+			break
+		}
+		reduceInto(dt, op, recv[off:off+c], p, func(j int) []byte {
+			if j == me && !shared {
+				return send[me*m+off : me*m+off+c]
+			}
+			return a.Half(j, e)[me*slot : me*slot+c]
+		})
+		finishAvg(dt, op, recv[off:off+c], p)
 	}
-	postFirst(a, e, ReduceScatterStamp(seq, m, dt, op))
-	return e, nil
+	a.End(nil)
+	return FinishLaneReduceScatter(ctx, a, seq, e, stop, waited, send, recv, dt, op, preMul)
 }
 
 // The reduce and reduce_scatter halves meet Reduce and ReduceScatter on the
@@ -335,7 +356,8 @@ func TestLaneReductionsMatchTheirCollectives(t *testing.T) {
 						requireSameBytes(t, want, got, "reduce %s %s n=%d root %d lanes=%b", dt, op, n, root, lanes)
 					}
 				}
-				for _, m := range []int{0, 1, 7, LaneReduceScatterLimit(a0) / es} {
+				slot := LaneScatterSlot(a0)
+				for _, m := range []int{0, 1, 7, slot / es, 2*slot/es + 3} {
 					seed := uint64(m)*37 + uint64(dt)*5 + uint64(op)
 					inputs := make([][]byte, p)
 					for r := range p {
@@ -343,7 +365,12 @@ func TestLaneReductionsMatchTheirCollectives(t *testing.T) {
 					}
 					want := refReduce(dt, op, testPreMul, inputs)
 					mb := m * es
-					for _, lanes := range []uint{1, all - 1, all} {
+					last := max(0, (mb-1)/slot*slot) // the last chunk's offset
+					for _, hand := range []struct {
+						lanes  uint
+						stop   int
+						waited bool
+					}{{1, 0, false}, {all - 1, 0, true}, {all, last, false}, {all, last, true}, {1, min(slot, last), true}} {
 						outs := make([][]byte, p)
 						w.runOK(t, func(ctx context.Context, a *arena.Arena, r int, seq uint64) error {
 							send := append([]byte(nil), inputs[r]...)
@@ -352,17 +379,13 @@ func TestLaneReductionsMatchTheirCollectives(t *testing.T) {
 								recv = make([]byte, mb)
 							}
 							outs[r] = recv
-							if lanes&(1<<r) == 0 {
+							if hand.lanes&(1<<r) == 0 {
 								return ReduceScatter(ctx, a, seq, send, recv, dt, op, testPreMul)
 							}
-							e, err := startLaneReduceScatter(a, seq, send, recv, dt, op, testPreMul)
-							if err != nil {
-								return err
-							}
-							return FinishLaneReduceScatter(ctx, a, seq, e, send, recv, dt, op)
+							return laneReduceScatter(ctx, a, seq, send, recv, dt, op, testPreMul, hand.stop, hand.waited)
 						})
 						for r := range p {
-							requireSameBytes(t, want[r*mb:(r+1)*mb], outs[r], "reduce_scatter %s %s m=%d lanes=%b rank %d", dt, op, m, lanes, r)
+							requireSameBytes(t, want[r*mb:(r+1)*mb], outs[r], "reduce_scatter %s %s m=%d %+v rank %d", dt, op, m, hand, r)
 						}
 					}
 				}
@@ -371,22 +394,22 @@ func TestLaneReductionsMatchTheirCollectives(t *testing.T) {
 	}
 }
 
-// A reduce_scatter of the lane's limit takes one epoch of ReduceScatter,
-// one element more two.
-func TestLaneReduceScatterLimit(t *testing.T) {
+// A reduce_scatter of blocks of one slot takes one epoch of
+// ReduceScatter, one element more two.
+func TestLaneScatterSlot(t *testing.T) {
 	w := newWorld(t, 2, arena.Config{})
 	a := w.arenas[0]
-	limit := LaneReduceScatterLimit(a)
-	for _, m := range []int{limit, limit + 4} {
+	slot := LaneScatterSlot(a)
+	for _, m := range []int{slot, slot + 4} {
 		before := *a.Raw().Epoch
 		w.runOK(t, func(ctx context.Context, a *arena.Arena, _ int, seq uint64) error {
 			return ReduceScatter(ctx, a, seq, make([]byte, 2*m), make([]byte, m), reduce.Float32, reduce.Sum, 0)
 		})
 		epochs := uint64(1)
-		if m > limit {
+		if m > slot {
 			epochs = 2
 		}
-		require.Equal(t, epochs, *a.Raw().Epoch-before, "reduce_scatter of %d bytes per rank (limit %d)", m, limit)
+		require.Equal(t, epochs, *a.Raw().Epoch-before, "reduce_scatter of %d bytes per rank (slot %d)", m, slot)
 	}
-	require.Equal(t, -1, LaneReduceScatterLimit(nil))
+	require.Equal(t, -1, LaneScatterSlot(nil))
 }

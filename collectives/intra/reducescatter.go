@@ -118,20 +118,47 @@ func scatterOwnShared(own, recv []byte, me int, op reduce.Op) bool {
 
 // scatter is the chunk loop of ReduceScatter over blocks b of send.
 func (r *reduction) scatter(ctx context.Context, send, recv []byte, b blocks) error {
+	return r.scatterFrom(ctx, send, recv, b, scatterStart{})
+}
+
+// scatterStart is where scatterFrom starts: at the chunk of offset off
+// (a multiple of the slot) whose epoch e (0: not taken yet) this rank
+// already published and posted; waited says it also saw every peer post e
+// (and checked their stamps when off is 0). The zero value starts at the
+// beginning. Export's C lane (lane.c) hands a reduce_scatter over this way.
+type scatterStart struct {
+	off    int
+	e      uint64
+	waited bool
+}
+
+// scatterFrom is scatter from chunk from.off on (see scatterStart).
+func (r *reduction) scatterFrom(ctx context.Context, send, recv []byte, b blocks, from scatterStart) error {
 	a := r.a
 	me, p := a.Index(), a.Size()
 	slot := scatterSlot(a, r.t)
 	ownShared := scatterOwnShared(b.of(send, me), recv, me, r.op)
 	own := b.off[me]
-	for off := 0; off < b.longest(); off += slot {
-		e := a.Next()
-		h := a.Half(me, e)
-		for j := range p {
-			if c := b.chunk(j, off, slot); c > 0 && (j != me || ownShared) {
-				publish(r.dt, r.op, r.preMul, h[j*slot:j*slot+c], send[b.off[j]+off:b.off[j]+off+c])
+	for off := from.off; off < b.longest(); off += slot {
+		var e uint64
+		var err error
+		switch first := off == 0; {
+		case off == from.off && from.e != 0 && from.waited:
+			e = from.e
+		case off == from.off && from.e != 0:
+			e = from.e
+			err = await(ctx, a, e, r.stamp, first)
+		default:
+			e = a.Next()
+			h := a.Half(me, e)
+			for j := range p {
+				if c := b.chunk(j, off, slot); c > 0 && (j != me || ownShared) {
+					publish(r.dt, r.op, r.preMul, h[j*slot:j*slot+c], send[b.off[j]+off:b.off[j]+off+c])
+				}
 			}
+			err = r.step(ctx, e, first)
 		}
-		if err := r.step(ctx, e, off == 0); err != nil {
+		if err != nil {
 			return err
 		}
 		c := b.chunk(me, off, slot)

@@ -1,13 +1,14 @@
 """The C fast lane's other ops: a synchronous dist.broadcast, all_gather_into_tensor,
-barrier, reduce and reduce_scatter_tensor on one host run in the library's C lane
-(export/lane.c) when they take one arena epoch, and meet ranks that run them on Go's
-path epoch for epoch:
+barrier and reduce on one host run in the library's C lane (export/lane.c) when they take
+one arena epoch, and reduce_scatter_tensor chunk by chunk; they meet ranks that run them on
+Go's path epoch for epoch:
 
 - every rank ends with the expected bytes (reductions bitwise equal to a reference that
   reduces in rank order), for several dtypes and reduce ops, sizes from empty through an
   inline slot to the lane's limits (1 MiB of broadcast and all_gather block, 256 KiB of
-  reduce, 256 KiB of reduce_scatter block at 2 ranks) and past them, roots first and last,
-  in place and not, whether the ranks take the lane or one of them runs Go's path;
+  reduce at 2 ranks) and past them, reduce_scatter blocks of one chunk (256 KiB) and of
+  several, roots first and last, in place and not, whether the ranks take the lane or one
+  of them runs Go's path;
 - the lane ran them (comm_info's fast_lane_ops counts the ops it ran from start to end);
 - ranks that call different ops fail alike and the group goes on;
 - a peer that dies while a rank waits in the lane becomes an error naming it.
@@ -75,7 +76,7 @@ def _ops_job(rank, world, workdir):
     ):
         es = torch.empty(0, dtype=dtype).element_size()
         for op in ops:
-            for n in [0, 1, 7, 4096 // es + 1, REDUCE_LIMIT // es, REDUCE_LIMIT // es + 3]:
+            for n in [0, 1, 7, 4096 // es + 1, REDUCE_LIMIT // es, REDUCE_LIMIT // es + 3, 3 * REDUCE_LIMIT // es + 5]:
                 case = f"{dtype_name(dtype)} {op} n={n}"
                 inputs = [make_input(r, dtype, n, "any") for r in range(world)]
                 want = bitwise_reference(inputs, op)
