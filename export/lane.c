@@ -567,13 +567,16 @@ handover:;
 }
 
 // hg_lane_move runs a data mover (HG_OP_BROADCAST, HG_OP_ALLGATHER,
-// HG_OP_BARRIER) in one stamped epoch, the one-epoch cases of
-// collectives/intra's broadcast.go, allgather.go and barrier.go
-// (lane_ops.go): publish this rank's payload (a broadcast root's, every
-// rank's all_gather block of m bytes) in its buffer of the epoch, post it
-// stamped, copy the rank's own data into recv, wait for every peer, check
-// their stamps, copy their payloads out. A wait that outlasts the spin or
-// a stamp that differs hands the op over to goLaneFinishOp.
+// HG_OP_BARRIER) as collectives/intra's broadcast.go, allgather.go and
+// barrier.go do (lane_ops.go): one epoch through the inline slots for a
+// payload (a broadcast's, each rank's all_gather block of m bytes) that
+// fits one, else chunk by chunk (move_chunk bytes) through the data halves.
+// Per chunk: publish this rank's part (a broadcast root's, every rank's
+// all_gather block) in its buffer of the epoch, post it (stamped in the
+// first epoch), copy the rank's own data into recv, wait for every peer,
+// check their stamps (first epoch), copy their chunks out. A wait that
+// outlasts the spin or a stamp that differs hands the op over to Go at the
+// chunk it is in (goLaneFinishOp).
 static int hg_lane_move(struct hg_lane* l, int kind, const void* send, void* recv, size_t m, int root, int stream,
                         hcclGoResult_t* result) {
   const int me = l->index, p = l->size;
@@ -587,28 +590,37 @@ static int hg_lane_move(struct hg_lane* l, int kind, const void* send, void* rec
   unsigned char stamp[HG_STAMP_BYTES];
   hg_lane_stamp(stamp, kinds[kind], o.seq, m, 0, 0, root);
 
-  const uint64_t e = ++*s->epoch;
-  const int par = (int)(e & 1);
+  const unsigned char* in = send;
+  unsigned char* to = recv;
+  const size_t chunk = m <= l->inline_bytes ? m : s->move_chunk;
   const int publishes = m > 0 && (kind == HG_OP_ALLGATHER || me == root);
-  if (publishes) memcpy(hg_lane_buffer(l, s, par, me, m), send, m);
-  hg_lane_post(l, s, e, stamp);
-  if (publishes) {
-    unsigned char* own = kind == HG_OP_ALLGATHER ? (unsigned char*)recv + (size_t)me * m : recv;
-    if (own != send) memcpy(own, send, m);
-  }
-
-  if (!hg_lane_wait(l, s, stream, e, s->flags[par]) || !hg_lane_stamps_agree(l, s, e, stamp)) goto handover;
-  if (m > 0 && kind == HG_OP_BROADCAST && me != root) memcpy(recv, hg_lane_buffer(l, s, par, root, m), m);
-  if (m > 0 && kind == HG_OP_ALLGATHER) {
-    for (int j = 0; j < p; j++) {
-      if (j != me) memcpy((unsigned char*)recv + (size_t)j * m, hg_lane_buffer(l, s, par, j, m), m);
+  unsigned char* own = kind == HG_OP_ALLGATHER && m > 0 ? to + (size_t)me * m : to;
+  uint64_t e = 0;
+  size_t off = 0;
+  do {  // once for an empty call or a barrier: they meet their peers all the same
+    const size_t c = m - off < chunk ? m - off : chunk;
+    const int first = off == 0;
+    e = ++*s->epoch;
+    const int par = (int)(e & 1);
+    if (publishes) memcpy(hg_lane_buffer(l, s, par, me, m), in + off, c);
+    hg_lane_post(l, s, e, first ? stamp : NULL);
+    if (publishes && own != in) memcpy(own + off, in + off, c);
+    if (!hg_lane_wait(l, s, stream, e, first ? s->flags[par] : s->posted)) goto handover;
+    if (first && !hg_lane_stamps_agree(l, s, e, stamp)) goto handover;
+    if (c > 0 && kind == HG_OP_BROADCAST && me != root) memcpy(to + off, hg_lane_buffer(l, s, par, root, m), c);
+    if (c > 0 && kind == HG_OP_ALLGATHER) {
+      for (int j = 0; j < p; j++) {
+        if (j != me) memcpy(to + (size_t)j * m + off, hg_lane_buffer(l, s, par, j, m), c);
+      }
     }
-  }
+    off += c;
+  } while (off < m);
   return hg_lane_done(l, &o, result);
 
 handover:;
   uint64_t id = hg_lane_hand_over(l, &o);
-  *result = goLaneFinishOp(l->comm, stream, kind, o.seq, id, e, o.t0, NULL, recv, out, -1, -1, 0, root, 0, 0);
+  *result = goLaneFinishOp(l->comm, stream, kind, o.seq, id, e, o.t0, (void*)send, recv, out, -1, -1, 0, root,
+                           (long long)off, 0);
   return 1;
 }
 

@@ -101,8 +101,8 @@ func registerLane(h uint64, e *commEntry) {
 		for o, limit := range st.OpLimits {
 			s.op_limit[o] = C.longlong(limit)
 		}
-		if st.ScatterSlot > 0 {
-			s.scatter_slot = C.size_t(st.ScatterSlot)
+		if st.ScatterSlot > 0 && st.MoveChunk > 0 {
+			s.scatter_slot, s.move_chunk = C.size_t(st.ScatterSlot), C.size_t(st.MoveChunk)
 		}
 		if st.GatherSingleCopyState != nil {
 			s.scg_state = (*C.int32_t)(pinned(&reg.pin, unsafe.Pointer(st.GatherSingleCopyState)))
@@ -255,7 +255,9 @@ func goLaneFinishPipeline(comm C.uint64_t, stream C.int, seq, id, epoch C.uint64
 // payload, an all_gather's every block, a reduce_scatter's block (send then
 // holds p blocks), a reduce's result on root (n bytes; recv NULL off root),
 // none for a barrier; dt and op are -1 for the data movers. A
-// reduce_scatter stopped at the chunk of offset off, waited or not.
+// broadcast, all_gather or reduce_scatter stopped at the chunk of offset
+// off (of each block), waited or not; send is then read from there on
+// (NULL off a broadcast's root).
 //
 //export goLaneFinishOp
 func goLaneFinishOp(comm C.uint64_t, stream, kind C.int, seq, id, epoch C.uint64_t, started C.int64_t, send, recv unsafe.Pointer, out C.size_t, dt, op C.int, preMul C.double, root C.int, off C.longlong, waited C.int) (rc C.hcclGoResult_t) {
@@ -275,8 +277,12 @@ func goLaneFinishOp(comm C.uint64_t, stream, kind C.int, seq, id, epoch C.uint64
 	if out > 0 && recv != nil {
 		h.Recv = unsafe.Slice((*byte)(recv), int(out))
 	}
-	if h.Kind == pgbackend.LaneReduceScatter && out > 0 {
-		h.Send = unsafe.Slice((*byte)(send), int(out)*e.c.Size())
+	sendBytes := map[pgbackend.LaneOp]int{ // the bytes of send, where the rest of the op reads it
+		pgbackend.LaneBroadcast: int(out), pgbackend.LaneAllGather: int(out) / e.c.Size(),
+		pgbackend.LaneReduceScatter: int(out) * e.c.Size(),
+	}[h.Kind]
+	if sendBytes > 0 && send != nil {
+		h.Send = unsafe.Slice((*byte)(send), sendBytes)
 	}
 	if err := e.c.FinishLaneOp(h); err != nil {
 		return fail(e, err)

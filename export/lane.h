@@ -42,6 +42,7 @@ struct hg_lane_stream {
   // scg_off (NULL: never).
   long long op_limit[HG_OPS];
   size_t scatter_slot;  // bytes of each block per epoch of reduce_scatter
+  size_t move_chunk;    // bytes per epoch of broadcast and all_gather blocks beyond an inline slot
   int32_t* scg_state;
   int32_t scg_off;
   size_t scg_min, scg_max;

@@ -191,8 +191,8 @@ func (o LaneOp) kind() string {
 
 // LaneOpHandover is an op of LaneOp's that export's C fast lane began and
 // hands over to FinishLaneOp: as LaneHandover, with the op (Kind), its
-// Root (broadcast, reduce), its Send (reduce_scatter) and its payload's
-// Bytes (reduce: Recv is nil off root). Recv is the whole output: an
+// Root (broadcast, reduce), its Send (broadcast on root, all_gather,
+// reduce_scatter) and its payload's Bytes (reduce: Recv is nil off root). Recv is the whole output: an
 // all_gather's p blocks, nil for a barrier; DType and Op are the
 // reductions'.
 type LaneOpHandover struct {
@@ -202,9 +202,9 @@ type LaneOpHandover struct {
 	Send   []byte
 	Bytes  int
 	PreMul float64
-	// Offset and Waited: where a reduce_scatter stopped (the chunk at
-	// Offset of each block, its epoch posted; Waited: the peers were seen
-	// to post it).
+	// Offset and Waited: where a broadcast, all_gather or reduce_scatter
+	// stopped (the chunk at Offset of each block, its epoch posted;
+	// Waited: the peers were seen to post it).
 	Offset int
 	Waited bool
 }
@@ -224,9 +224,9 @@ func (c *Communicator) FinishLaneOp(h LaneOpHandover) error {
 		a := c.arenas[h.Stream]
 		switch h.Kind {
 		case LaneBroadcast:
-			return intra.FinishLaneBroadcast(ctx, a, h.Seq, h.Epoch, h.Recv, h.Root)
+			return intra.FinishLaneBroadcast(ctx, a, h.Seq, h.Epoch, h.Offset, h.Send, h.Recv, h.Root)
 		case LaneAllGather:
-			return intra.FinishLaneAllGather(ctx, a, h.Seq, h.Epoch, h.Recv)
+			return intra.FinishLaneAllGather(ctx, a, h.Seq, h.Epoch, h.Offset, h.Send, h.Recv)
 		case LaneReduce:
 			return intra.FinishLaneReduce(ctx, a, h.Seq, h.Epoch, h.Bytes, h.Recv, h.DType, h.Op, h.Root)
 		case LaneReduceScatter:
@@ -263,7 +263,7 @@ func (c *Communicator) laneOpOn(o LaneOp) bool {
 func laneOpLimit(o LaneOp, a *arena.Arena) int {
 	switch o {
 	case LaneBroadcast, LaneAllGather:
-		return intra.LaneMoveLimit(a)
+		return math.MaxInt // chunk by chunk (LaneStream.MoveChunk)
 	case LaneReduce:
 		return intra.LaneLimit(a)
 	case LaneReduceScatter:
@@ -346,6 +346,7 @@ type LaneStream struct {
 	// (intra.SingleCopyGatherWords; nil: never).
 	OpLimits                                 [laneOps]int
 	ScatterSlot                              int // reduce_scatter's bytes of each block per epoch (intra.LaneScatterSlot)
+	MoveChunk                                int // broadcast's and all_gather's bytes of each block per epoch (intra.LaneMoveChunk)
 	GatherSingleCopyState                    *int32
 	GatherSingleCopyMin, GatherSingleCopyMax int
 }
@@ -397,7 +398,7 @@ func (c *Communicator) Lane() (v LaneView, ok bool) {
 				for o := range laneOps {
 					ls.OpLimits[o] = laneOpLimit(o, a)
 				}
-				ls.ScatterSlot = intra.LaneScatterSlot(a)
+				ls.ScatterSlot, ls.MoveChunk = intra.LaneScatterSlot(a), intra.LaneMoveChunk(a)
 				ls.GatherSingleCopyState, ls.GatherSingleCopyMin, ls.GatherSingleCopyMax = intra.SingleCopyGatherWords(c.singleCopyGather[i])
 			}
 		}

@@ -109,19 +109,27 @@ func gatherBlocks(ctx context.Context, a *arena.Arena, seq uint64, stamp opStamp
 }
 
 func allGatherHalves(ctx context.Context, a *arena.Arena, stamp arena.Stamp, send, recv []byte, b blocks, copyBytes int) error {
+	return allGatherHalvesFrom(ctx, a, stamp, send, recv, b, copyBytes, moveStart{})
+}
+
+// allGatherHalvesFrom is allGatherHalves from chunk from.off on.
+func allGatherHalvesFrom(ctx context.Context, a *arena.Arena, stamp arena.Stamp, send, recv []byte, b blocks, copyBytes int, from moveStart) error {
 	me, p := a.Index(), a.Size()
-	chunk := alignDown(min(copyBytes, a.HalfBytes()), lineBytes)
+	chunk := moveChunk(a, copyBytes)
 	own := b.off[me]
-	for off := 0; off < b.longest(); off += chunk {
-		c := b.chunk(me, off, chunk) // 0 past the end of the own block
-		e := a.Next()
-		if c > 0 {
-			copy(a.Half(me, e)[:c], send[off:off+c])
-		}
+	for off := from.off; off < b.longest(); off += chunk {
 		first := off == 0
-		post(a, e, stamp, first)
-		if c > 0 {
-			args.CopyUnlessSame(recv[own+off:own+off+c], send[off:off+c])
+		e := from.e
+		if !from.resumes(off) {
+			c := b.chunk(me, off, chunk) // 0 past the end of the own block
+			e = a.Next()
+			if c > 0 {
+				copy(a.Half(me, e)[:c], send[off:off+c])
+			}
+			post(a, e, stamp, first)
+			if c > 0 {
+				args.CopyUnlessSame(recv[own+off:own+off+c], send[off:off+c])
+			}
 		}
 		if err := await(ctx, a, e, stamp, first); err != nil {
 			return err

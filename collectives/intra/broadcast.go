@@ -81,18 +81,40 @@ func broadcastInline(ctx context.Context, a *arena.Arena, stamp arena.Stamp, sen
 }
 
 func broadcastHalves(ctx context.Context, a *arena.Arena, stamp arena.Stamp, send, recv []byte, root int, copyBytes int) error {
+	return broadcastHalvesFrom(ctx, a, stamp, send, recv, root, copyBytes, moveStart{})
+}
+
+// moveStart is where a data mover's chunk loop starts: at the chunk of
+// offset off (a multiple of the chunk), whose epoch e (0: not taken yet)
+// this rank already took and posted, having published its chunk and
+// copied its own data, but not waited for. The zero value starts at the
+// beginning. Export's C lane (lane.c) hands broadcasts and all_gathers
+// over this way.
+type moveStart struct {
+	off int
+	e   uint64
+}
+
+// resumes reports whether the chunk at off is from's, taken already.
+func (from moveStart) resumes(off int) bool { return from.e != 0 && off == from.off }
+
+// broadcastHalvesFrom is broadcastHalves from chunk from.off on.
+func broadcastHalvesFrom(ctx context.Context, a *arena.Arena, stamp arena.Stamp, send, recv []byte, root int, copyBytes int, from moveStart) error {
 	me := a.Index()
-	chunk := alignDown(min(copyBytes, a.HalfBytes()), lineBytes)
-	for off := 0; off < len(recv); off += chunk {
+	chunk := moveChunk(a, copyBytes)
+	for off := from.off; off < len(recv); off += chunk {
 		m := min(chunk, len(recv)-off)
-		e := a.Next()
-		if me == root {
-			copy(a.Half(me, e)[:m], send[off:off+m])
-		}
 		first := off == 0
-		post(a, e, stamp, first)
-		if me == root {
-			args.CopyUnlessSame(recv[off:off+m], send[off:off+m])
+		e := from.e
+		if !from.resumes(off) {
+			e = a.Next()
+			if me == root {
+				copy(a.Half(me, e)[:m], send[off:off+m])
+			}
+			post(a, e, stamp, first)
+			if me == root {
+				args.CopyUnlessSame(recv[off:off+m], send[off:off+m])
+			}
 		}
 		if err := await(ctx, a, e, stamp, first); err != nil {
 			return err
@@ -102,4 +124,10 @@ func broadcastHalves(ctx context.Context, a *arena.Arena, stamp arena.Stamp, sen
 		}
 	}
 	return nil
+}
+
+// moveChunk is the bytes a data mover moves per epoch through the data
+// halves.
+func moveChunk(a *arena.Arena, copyBytes int) int {
+	return alignDown(min(copyBytes, a.HalfBytes()), lineBytes)
 }

@@ -9,8 +9,8 @@ import (
 )
 
 // The fast lane's other ops (lane.go has all_reduce's). Each runs in one
-// stamped epoch (reduce_scatter: chunk by chunk, below), in two halves as
-// the lane's all_reduce does: the first
+// stamped epoch (larger broadcasts, all_gathers and reduce_scatters chunk
+// by chunk, below), in two halves as the lane's all_reduce does: the first
 // publishes this rank's part and posts the epoch, the second waits for the
 // peers, checks their stamps and takes what it needs from their buffers.
 // Export's C fast lane runs both halves (export/lane.c) and hands an op
@@ -23,17 +23,19 @@ import (
 // The data movers: a broadcast root publishes its payload, every rank its
 // all_gather block (a barrier nothing); each copies its own data into
 // recv after posting, and the peers' payloads once they have posted.
+// Payloads larger than an inline slot move chunk by chunk through the
+// data halves, as Broadcast and AllGather move them, and are handed over
+// at the chunk they are in.
 
-// LaneMoveLimit is the largest broadcast payload, and the largest
-// all_gather block, in bytes, that Broadcast and AllGather run on a in one
-// stamped epoch (-1: none, with fewer than two local ranks): up to an
-// inline slot, else one chunk of the data halves.
-func LaneMoveLimit(a *arena.Arena) int {
+// LaneMoveChunk is the bytes a broadcast, and each rank's block of an
+// all_gather, moves per epoch through the data halves of a (-1: none, with
+// fewer than two local ranks). Payloads up to a.InlineBytes() take one
+// epoch through the inline slots; larger ones take chunks of this size.
+func LaneMoveChunk(a *arena.Arena) int {
 	if a == nil || a.Size() < 2 {
 		return -1
 	}
-	t := defaultTuning()
-	return max(a.InlineBytes(), alignDown(min(t.copyBytes, a.HalfBytes()), lineBytes))
+	return moveChunk(a, defaultTuning().copyBytes)
 }
 
 // SingleCopyGatherWords is what the C lane needs to decline the
@@ -65,43 +67,54 @@ func BarrierStamp(seq uint64) arena.Stamp {
 	return opStamp{kind: kindBarrier, seq: seq, root: noRoot}.encode()
 }
 
-// FinishLaneBroadcast is the second half of a one-epoch broadcast of
-// len(recv) bytes whose first half posted epoch e (root: having published
-// its payload and copied it into recv): it waits for every peer to post e,
-// fails with ErrMismatch when one runs another op, and copies root's
-// payload into recv. An error other than a mismatch breaks the arena, as
+// FinishLaneBroadcast finishes a broadcast of len(recv) bytes that code
+// outside Go ran as Broadcast does up to the chunk at offset off (0 for a
+// payload in the inline slots; else a multiple of LaneMoveChunk), whose
+// epoch e it took and posted (root: having published the chunk and copied
+// it into recv), without waiting: it waits for every peer to post e, fails
+// with ErrMismatch when one runs another op, copies root's chunk into recv
+// and runs the rest. An error other than a mismatch breaks the arena, as
 // for Broadcast.
-func FinishLaneBroadcast(ctx context.Context, a *arena.Arena, seq, e uint64, recv []byte, root int) error {
+func FinishLaneBroadcast(ctx context.Context, a *arena.Arena, seq, e uint64, off int, send, recv []byte, root int) error {
 	if err := a.Begin(seq); err != nil {
 		return wrapOp("broadcast", a, seq, err)
 	}
 	n := len(recv)
-	err := awaitFirst(ctx, a, e, BroadcastStamp(seq, n, root))
-	if err == nil && a.Index() != root && n > 0 {
-		copy(recv, laneBuffer(a, root, e, n))
+	stamp := BroadcastStamp(seq, n, root)
+	var err error
+	if n <= a.InlineBytes() {
+		err = awaitFirst(ctx, a, e, stamp)
+		if err == nil && a.Index() != root && n > 0 {
+			copy(recv, a.Inline(root, e)[:n])
+		}
+	} else {
+		err = broadcastHalvesFrom(ctx, a, stamp, send, recv, root, defaultTuning().copyBytes, moveStart{off: off, e: e})
 	}
 	endOp(a, err)
 	return wrapOp("broadcast", a, seq, err)
 }
 
-// FinishLaneAllGather is the second half of a one-epoch all_gather into
-// recv (every rank's block len(recv)/p bytes) whose first half published
-// this rank's block, posted epoch e and copied the block into place: it
-// waits for every peer to post e, checks their stamps and copies their
-// blocks into recv. Errors as for FinishLaneBroadcast.
-func FinishLaneAllGather(ctx context.Context, a *arena.Arena, seq, e uint64, recv []byte) error {
+// FinishLaneAllGather is FinishLaneBroadcast for an all_gather into recv
+// (every rank's block len(recv)/p bytes, send this rank's): it waits for
+// epoch e, checks the stamps, copies the peers' chunks at off into recv
+// and runs the rest.
+func FinishLaneAllGather(ctx context.Context, a *arena.Arena, seq, e uint64, off int, send, recv []byte) error {
 	if err := a.Begin(seq); err != nil {
 		return wrapOp("allgather", a, seq, err)
 	}
 	me, p := a.Index(), a.Size()
 	m := len(recv) / p
-	err := awaitFirst(ctx, a, e, AllGatherStamp(seq, m))
-	if err == nil && m > 0 {
+	stamp := AllGatherStamp(seq, m)
+	var err error
+	if m <= a.InlineBytes() {
+		err = awaitFirst(ctx, a, e, stamp)
 		for j := range p {
-			if j != me {
-				copy(recv[j*m:(j+1)*m], laneBuffer(a, j, e, m))
+			if err == nil && j != me && m > 0 {
+				copy(recv[j*m:(j+1)*m], a.Inline(j, e)[:m])
 			}
 		}
+	} else {
+		err = allGatherHalvesFrom(ctx, a, stamp, send, recv, evenBlocks(p, m), defaultTuning().copyBytes, moveStart{off: off, e: e})
 	}
 	endOp(a, err)
 	return wrapOp("allgather", a, seq, err)

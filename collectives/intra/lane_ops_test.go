@@ -23,13 +23,16 @@ const (
 	moveBarrier
 )
 
-// startLaneMove is the first half of a one-epoch data mover as export/lane.c
-// runs it: publish this rank's payload (a broadcast root's send, every
-// rank's all_gather block) in its buffer of the next epoch, post it with
-// the op's stamp and copy the rank's own data into recv. It returns the
-// epoch for the Finish functions of lane_move.go.
-func startLaneMove(a *arena.Arena, move laneMoveKind, seq uint64, send, recv []byte, root int) (uint64, error) {
-	me := a.Index()
+// laneMoveTo runs a data mover as export/lane.c does, chunk by chunk
+// (one epoch through the inline slots for a payload that fits one), and
+// hands it over to the Finish functions of lane_ops.go at the chunk of
+// offset stop (a multiple of LaneMoveChunk, at most the last chunk's),
+// before its wait: each chunk publishes this rank's part (a broadcast
+// root's send, every rank's all_gather block), posts it (stamped in the
+// first epoch) and copies the rank's own data into recv; after the wait it
+// copies the peers' chunks.
+func laneMoveTo(ctx context.Context, a *arena.Arena, move laneMoveKind, seq uint64, send, recv []byte, root, stop int) error {
+	me, p := a.Index(), a.Size()
 	m := len(send)
 	var stamp arena.Stamp
 	switch move {
@@ -42,43 +45,96 @@ func startLaneMove(a *arena.Arena, move laneMoveKind, seq uint64, send, recv []b
 		m = 0
 		stamp = BarrierStamp(seq)
 	}
-	if limit := LaneMoveLimit(a); m > limit {
-		return 0, args.Invalidf("%d bytes do not take one epoch (limit %d)", m, limit)
+	if err := a.Begin(seq); err != nil {
+		return err
 	}
+	chunk := max(m, 1)
+	if m > a.InlineBytes() {
+		chunk = LaneMoveChunk(a)
+	}
+	publishes := move == moveAllGather || me == root
+	own := recv
+	if move == moveAllGather {
+		own = recv[me*m : (me+1)*m]
+	}
+	var e uint64
+	for off := 0; ; off += chunk {
+		c := max(min(chunk, m-off), 0)
+		e = a.Next()
+		if publishes && c > 0 {
+			copy(moveBuffer(a, me, e, m)[:c], send[off:off+c])
+		}
+		post(a, e, stamp, off == 0)
+		if publishes && c > 0 {
+			args.CopyUnlessSame(own[off:off+c], send[off:off+c])
+		}
+		if off == stop {
+			break
+		}
+		if err := await(ctx, a, e, stamp, off == 0); err != nil {
+			a.End(err)
+			return err
+		}
+		for j := range p {
+			if j != me && c > 0 && (move == moveAllGather || j == root) {
+				dst := recv[off : off+c]
+				if move == moveAllGather {
+					dst = recv[j*m+off : j*m+off+c]
+				}
+				copy(dst, moveBuffer(a, j, e, m)[:c])
+			}
+		}
+	}
+	a.End(nil)
+	switch move {
+	case moveBroadcast:
+		return FinishLaneBroadcast(ctx, a, seq, e, stop, send, recv, root)
+	case moveAllGather:
+		return FinishLaneAllGather(ctx, a, seq, e, stop, send, recv)
+	default:
+		return FinishLaneBarrier(ctx, a, seq, e)
+	}
+}
+
+// moveBuffer is local rank j's buffer of epoch e for a data mover of m
+// bytes (a rank's): its inline slot, or its data half.
+func moveBuffer(a *arena.Arena, j int, e uint64, m int) []byte {
+	if m <= a.InlineBytes() {
+		return a.Inline(j, e)
+	}
+	return a.Half(j, e)
+}
+
+// laneMove runs a data mover through the lane, handed over at its first
+// chunk.
+func laneMove(ctx context.Context, a *arena.Arena, move laneMoveKind, seq uint64, send, recv []byte, root int) error {
+	return laneMoveTo(ctx, a, move, seq, send, recv, root, 0)
+}
+
+// startLaneMove is laneMoveTo up to its first wait, for tests that finish
+// it themselves: it returns the epoch posted.
+func startLaneMove(a *arena.Arena, move laneMoveKind, seq uint64, send, recv []byte, root int) (uint64, error) {
+	me := a.Index()
 	if err := a.Begin(seq); err != nil {
 		return 0, err
 	}
 	defer a.End(nil)
 	e := a.Next()
-	publishes := m > 0 && (move == moveAllGather || me == root)
-	if publishes {
-		copy(laneBuffer(a, me, e, m), send)
-	}
-	postFirst(a, e, stamp)
-	if publishes {
-		own := recv
-		if move == moveAllGather {
-			own = recv[me*m : (me+1)*m]
-		}
-		args.CopyUnlessSame(own, send)
-	}
-	return e, nil
-}
-
-// laneMove runs a data mover through both halves of the lane.
-func laneMove(ctx context.Context, a *arena.Arena, move laneMoveKind, seq uint64, send, recv []byte, root int) error {
-	e, err := startLaneMove(a, move, seq, send, recv, root)
-	if err != nil {
-		return err
-	}
+	var stamp arena.Stamp
 	switch move {
 	case moveBroadcast:
-		return FinishLaneBroadcast(ctx, a, seq, e, recv, root)
+		stamp = BroadcastStamp(seq, len(recv), root)
+		if me == root {
+			copy(laneBuffer(a, me, e, len(recv)), send)
+		}
 	case moveAllGather:
-		return FinishLaneAllGather(ctx, a, seq, e, recv)
+		stamp = AllGatherStamp(seq, len(send))
+		copy(laneBuffer(a, me, e, len(send)), send)
 	default:
-		return FinishLaneBarrier(ctx, a, seq, e)
+		stamp = BarrierStamp(seq)
 	}
+	postFirst(a, e, stamp)
+	return e, nil
 }
 
 func randomBytes(n int, seed uint64) []byte {
@@ -98,63 +154,69 @@ func TestLaneMovesMatchTheirCollectives(t *testing.T) {
 	for _, p := range []int{2, 3} {
 		t.Run(fmt.Sprint("p", p), func(t *testing.T) {
 			w := newWorld(t, p, testArenaConfig(""))
-			inline, limit := w.arenas[0].InlineBytes(), LaneMoveLimit(w.arenas[0])
-			require.Greater(t, limit, inline)
+			inline, chunk := w.arenas[0].InlineBytes(), LaneMoveChunk(w.arenas[0])
+			require.Greater(t, chunk, inline)
 			all := uint(1)<<p - 1
-			for _, n := range []int{0, 1, 7, inline, inline + 1, limit} {
-				for lanes := uint(1); lanes <= all; lanes++ { // which ranks take the lane
-					inLane := func(r int) bool { return lanes&(1<<r) != 0 }
-					what := fmt.Sprintf("n=%d lanes=%b", n, lanes)
-					for _, root := range []int{0, p - 1} {
-						payload := randomBytes(n, uint64(n*31+root))
+			for _, n := range []int{0, 1, 7, inline, inline + 1, chunk, 2*chunk + 3} {
+				// Handed over at the first chunk, or at the last.
+				for _, stop := range []int{0, max(0, (n-1)/chunk*chunk)} {
+					for lanes := uint(1); lanes <= all; lanes++ { // which ranks take the lane
+						inLane := func(r int) bool { return lanes&(1<<r) != 0 }
+						what := fmt.Sprintf("n=%d stop=%d lanes=%b", n, stop, lanes)
+						if n <= inline && stop > 0 {
+							continue
+						}
+						for _, root := range []int{0, p - 1} {
+							payload := randomBytes(n, uint64(n*31+root))
+							outs := make([][]byte, p)
+							w.runOK(t, func(ctx context.Context, a *arena.Arena, r int, seq uint64) error {
+								outs[r] = make([]byte, n)
+								send := outs[r]
+								if r == root {
+									if n%2 == 0 { // in place
+										copy(outs[r], payload)
+									} else {
+										send = payload
+									}
+								}
+								if inLane(r) {
+									return laneMoveTo(ctx, a, moveBroadcast, seq, send, outs[r], root, stop)
+								}
+								return Broadcast(ctx, a, seq, send, outs[r], root)
+							})
+							for r := range p {
+								requireSameBytes(t, payload, outs[r], "broadcast root %d %s rank %d", root, what, r)
+							}
+						}
+						blocks := make([][]byte, p)
+						want := []byte{}
+						for r := range p {
+							blocks[r] = randomBytes(n, uint64(n*17+r))
+							want = append(want, blocks[r]...)
+						}
 						outs := make([][]byte, p)
 						w.runOK(t, func(ctx context.Context, a *arena.Arena, r int, seq uint64) error {
-							outs[r] = make([]byte, n)
-							send := outs[r]
-							if r == root {
-								if n%2 == 0 { // in place
-									copy(outs[r], payload)
-								} else {
-									send = payload
-								}
+							outs[r] = make([]byte, p*n)
+							send := blocks[r]
+							if n%2 == 1 { // in place: the own block of recv
+								send = outs[r][r*n : (r+1)*n]
+								copy(send, blocks[r])
 							}
 							if inLane(r) {
-								return laneMove(ctx, a, moveBroadcast, seq, send, outs[r], root)
+								return laneMoveTo(ctx, a, moveAllGather, seq, send, outs[r], -1, stop)
 							}
-							return Broadcast(ctx, a, seq, send, outs[r], root)
+							return AllGatherWith(ctx, a, nil, seq, send, outs[r])
 						})
 						for r := range p {
-							requireSameBytes(t, payload, outs[r], "broadcast root %d %s rank %d", root, what, r)
+							requireSameBytes(t, want, outs[r], "all_gather %s rank %d", what, r)
 						}
+						w.runOK(t, func(ctx context.Context, a *arena.Arena, r int, seq uint64) error {
+							if inLane(r) {
+								return laneMove(ctx, a, moveBarrier, seq, nil, nil, -1)
+							}
+							return Barrier(ctx, a, seq)
+						})
 					}
-					blocks := make([][]byte, p)
-					want := []byte{}
-					for r := range p {
-						blocks[r] = randomBytes(n, uint64(n*17+r))
-						want = append(want, blocks[r]...)
-					}
-					outs := make([][]byte, p)
-					w.runOK(t, func(ctx context.Context, a *arena.Arena, r int, seq uint64) error {
-						outs[r] = make([]byte, p*n)
-						send := blocks[r]
-						if n%2 == 1 { // in place: the own block of recv
-							send = outs[r][r*n : (r+1)*n]
-							copy(send, blocks[r])
-						}
-						if inLane(r) {
-							return laneMove(ctx, a, moveAllGather, seq, send, outs[r], -1)
-						}
-						return AllGatherWith(ctx, a, nil, seq, send, outs[r])
-					})
-					for r := range p {
-						requireSameBytes(t, want, outs[r], "all_gather %s rank %d", what, r)
-					}
-					w.runOK(t, func(ctx context.Context, a *arena.Arena, r int, seq uint64) error {
-						if inLane(r) {
-							return laneMove(ctx, a, moveBarrier, seq, nil, nil, -1)
-						}
-						return Barrier(ctx, a, seq)
-					})
 				}
 			}
 		})
@@ -214,9 +276,9 @@ func TestLaneMoveFinishTimesOutAndNamesThePeer(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 		switch move {
 		case moveBroadcast:
-			err = FinishLaneBroadcast(ctx, w.arenas[0], 1, e, buf, 0)
+			err = FinishLaneBroadcast(ctx, w.arenas[0], 1, e, 0, buf, buf, 0)
 		case moveAllGather:
-			err = FinishLaneAllGather(ctx, w.arenas[0], 1, e, buf)
+			err = FinishLaneAllGather(ctx, w.arenas[0], 1, e, 0, buf[:8], buf)
 		default:
 			err = FinishLaneBarrier(ctx, w.arenas[0], 1, e)
 		}
@@ -227,33 +289,33 @@ func TestLaneMoveFinishTimesOutAndNamesThePeer(t *testing.T) {
 	}
 }
 
-// The lane's limit is where Broadcast and AllGather leave one epoch: a
-// broadcast of the limit takes one epoch, one byte more takes two.
-func TestLaneMoveLimit(t *testing.T) {
+// LaneMoveChunk is Broadcast's chunk: a broadcast of one chunk takes one
+// epoch, one byte more two.
+func TestLaneMoveChunk(t *testing.T) {
 	for _, cfg := range []arena.Config{{}, testArenaConfig("")} {
 		w := newWorld(t, 2, cfg)
 		a := w.arenas[0]
-		limit := LaneMoveLimit(a)
-		require.Equal(t, max(a.InlineBytes(), alignDown(min(defaultTuning().copyBytes, a.HalfBytes()), lineBytes)), limit)
-		for _, n := range []int{limit, limit + 1} {
+		chunk := LaneMoveChunk(a)
+		require.Equal(t, alignDown(min(defaultTuning().copyBytes, a.HalfBytes()), lineBytes), chunk)
+		for _, n := range []int{chunk, chunk + 1} {
 			before := *a.Raw().Epoch
 			w.runOK(t, func(ctx context.Context, a *arena.Arena, _ int, seq uint64) error {
 				buf := make([]byte, n)
 				return Broadcast(ctx, a, seq, buf, buf, 0)
 			})
 			epochs := 1
-			if n > limit {
+			if n > chunk {
 				epochs = 2
 			}
-			require.Equal(t, uint64(epochs), *a.Raw().Epoch-before, "broadcast of %d bytes (limit %d)", n, limit)
+			require.Equal(t, uint64(epochs), *a.Raw().Epoch-before, "broadcast of %d bytes (chunk %d)", n, chunk)
 		}
 	}
-	require.Equal(t, -1, LaneMoveLimit(nil))
+	require.Equal(t, -1, LaneMoveChunk(nil))
 }
 
-// startLaneReduce and startLaneReduceScatter are the first halves of a
-// one-epoch reduce and reduce_scatter as export/lane.c runs them: publish
-// (scaled for PreMulSum) and post the stamped epoch.
+// startLaneReduce is the first half of a one-epoch reduce as
+// export/lane.c runs it: publish (scaled for PreMulSum) and post the
+// stamped epoch.
 func startLaneReduce(a *arena.Arena, seq uint64, send []byte, dt reduce.DType, op reduce.Op, preMul float64, root int) (uint64, error) {
 	if n := len(send); n > LaneLimit(a) {
 		return 0, args.Invalidf("%d bytes do not take one epoch", n)

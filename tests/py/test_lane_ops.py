@@ -1,14 +1,14 @@
 """The C fast lane's other ops: a synchronous dist.broadcast, all_gather_into_tensor,
-barrier and reduce on one host run in the library's C lane (export/lane.c) when they take
-one arena epoch, and reduce_scatter_tensor chunk by chunk; they meet ranks that run them on
-Go's path epoch for epoch:
+reduce_scatter_tensor, barrier and reduce on one host run in the library's C lane
+(export/lane.c), chunk by chunk as the arena runs them (reduce: when one-shot takes one
+epoch); they meet ranks that run them on Go's path epoch for epoch:
 
 - every rank ends with the expected bytes (reductions bitwise equal to a reference that
   reduces in rank order), for several dtypes and reduce ops, sizes from empty through an
-  inline slot to the lane's limits (1 MiB of broadcast and all_gather block, 256 KiB of
-  reduce at 2 ranks) and past them, reduce_scatter blocks of one chunk (256 KiB) and of
-  several, roots first and last, in place and not, whether the ranks take the lane or one
-  of them runs Go's path;
+  inline slot to one chunk (1 MiB of broadcast and all_gather block, 256 KiB of
+  reduce_scatter block, one-shot's 256 KiB of reduce at 2 ranks) and past it, roots first
+  and last, in place and not, whether the ranks take the lane or one of them runs Go's
+  path;
 - the lane ran them (comm_info's fast_lane_ops counts the ops it ran from start to end);
 - ranks that call different ops fail alike and the group goes on;
 - a peer that dies while a rank waits in the lane becomes an error naming it.
@@ -24,14 +24,14 @@ from reliability_launch import launch
 
 pytestmark = pytest.mark.skipif(BACKEND != "hccl_go", reason="the C lane is hccl_go's")
 
-LIMIT = 1 << 20  # intra.LaneMoveLimit with the default arena
+LIMIT = 1 << 20  # intra.LaneMoveChunk with the default arena
 REDUCE_LIMIT = 256 << 10  # intra.LaneLimit at 2 ranks
 
 
 def _counts(es: int) -> list[int]:
-    # empty, one, odd, a full inline slot and one element more, the lane's limit, past it
+    # empty, one, odd, a full inline slot and one element more, one chunk, three chunks
     inline = 4096 // es
-    return [0, 1, 7, inline, inline + 1, LIMIT // es, LIMIT // es + 3]
+    return [0, 1, 7, inline, inline + 1, LIMIT // es, 2 * LIMIT // es + 3]
 
 
 def _ops_job(rank, world, workdir):
