@@ -399,9 +399,11 @@ static void hg_lane_publish(const struct hg_lane* l, int dt, int op, double preM
 }
 
 // hg_lane_pipeline runs the reduce-scatter/all-gather pipeline of
-// collectives/intra/rsag.go, round for round, epoch for epoch, with the
-// same reduction order (intra's reduceIntoDup), so that ranks here meet
-// ranks on Go's path. Round k of `rounds` (window k of p slices of at most
+// collectives/intra/rsag.go for an all_reduce (o->root -1) or a reduce to
+// o->root, round for round, epoch for epoch, with the same reduction order
+// (intra's reduceIntoDup; reduceInto off a reduce's root), so that ranks
+// here meet ranks on Go's path. A reduce's non-roots write only the result
+// slots and copy nothing out. Round k of `rounds` (window k of p slices of at most
 // pipe_slot bytes), epoch e: publish the slices of window k that peers
 // reduce into this rank's half of e, post e (stamped in round 0), wait for
 // every peer to post e, reduce this rank's slice of window k in rank order
@@ -418,6 +420,7 @@ static int hg_lane_pipeline(struct hg_lane* l, struct hg_lane_stream* s, const s
   const size_t rounds = (count + (size_t)p * per - 1) / ((size_t)p * per);
   const int own_shared = op == HG_PREMULSUM;  // PreMulSum reduces scaled inputs: the own one is published too
   const long divisor = op == HG_AVG ? p : 1;
+  const int wants = o->root < 0 || o->root == me;  // the result goes into recv here (rsag's wants)
   const unsigned char* in = send;
   unsigned char* out = recv;
   uint64_t e = 0;
@@ -446,7 +449,11 @@ static int hg_lane_pipeline(struct hg_lane* l, struct hg_lane_stream* s, const s
       unsigned char* dup = s->half[par ^ 1][me] + res;  // the result slot of this rank's half of e+1
 #define HG_IN(j) ((j) == me && !own_shared ? in + off : s->half[par][j] + (size_t)me * slot)
       int ok;
-      if (p == 2) {
+      if (!wants) {  // a reduce's non-root: the result slot only (reduceInto, finishAvg)
+        ok = hg_reduce(l->isa, dt, op, dup, HG_IN(0), HG_IN(1), m);
+        for (int j = 2; ok && j < p; j++) ok = hg_reduce(l->isa, dt, op, dup, dup, HG_IN(j), m);
+        if (ok && op == HG_AVG) ok = hg_divide(l->isa, dt, dup, p, m);
+      } else if (p == 2) {
         ok = hg_reduce_dup_div(l->isa, dt, op, out + off, dup, HG_IN(0), HG_IN(1), m, divisor);
       } else {
         ok = hg_reduce(l->isa, dt, op, dup, HG_IN(0), HG_IN(1), m);
@@ -457,7 +464,7 @@ static int hg_lane_pipeline(struct hg_lane* l, struct hg_lane_stream* s, const s
       // Kernels decline a pair on its first block, before writing recv.
       if (!ok) goto handover;
     }
-    if (k > 0) {
+    if (k > 0 && wants) {
       for (int j = 0; j < p; j++) {
         if (j == me) continue;
         size_t off, m;
@@ -471,7 +478,7 @@ static int hg_lane_pipeline(struct hg_lane* l, struct hg_lane_stream* s, const s
 handover:;
   uint64_t id = hg_lane_hand_over(l, o);
   *result = goLaneFinishPipeline(l->comm, stream, o->seq, id, e, (int)k, waited, o->t0, (void*)send, recv, count, dt,
-                                 op, preMul);
+                                 op, preMul, o->root);
   return 1;
 }
 
@@ -523,7 +530,7 @@ static int hg_lane_reduce_all(const struct hg_lane* l, const struct hg_lane_stre
 
 // hg_lane_run runs an all_reduce (root -1) or a reduce to root: one-shot
 // in one epoch (intra's StartInlineAllReduce and FinishLaneAllReduce or
-// FinishLaneReduce), or an all_reduce's pipeline. The stream's limits were
+// FinishLaneReduce), or the pipeline. The stream's limits were
 // checked by the caller.
 static int hg_lane_run(struct hg_lane* l, const void* send, void* recv, size_t count, int dt, int op, double preMul,
                        int root, int stream, int pipeline, hcclGoResult_t* result) {
@@ -759,7 +766,12 @@ int hg_lane_reduce(const void* send, void* recv, size_t count, int dtype, int op
   if (l == NULL) return 0;
   int ran = 0;
   if (hg_rooted_args(l, root, n, send, recv) && hg_lane_op_takes(l, HG_OP_REDUCE, n, stream)) {
-    ran = hg_lane_run(l, send, recv, count, dtype, op, preMul, root, stream, 0, result);
+    // As all_reduce: one-shot in one epoch, or the pipeline (no single-copy).
+    const struct hg_lane_stream* s = &l->streams[stream];
+    const int pipeline = n > s->limit;
+    if (!pipeline || (s->pipe_min > 0 && n >= s->pipe_min)) {
+      ran = hg_lane_run(l, send, recv, count, dtype, op, preMul, root, stream, pipeline, result);
+    }
   }
   hg_lane_leave(place);
   return ran;

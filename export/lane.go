@@ -222,12 +222,13 @@ func goLaneFinish(comm C.uint64_t, stream C.int, seq, id, epoch C.uint64_t, star
 	return C.hcclGoSuccess
 }
 
-// goLaneFinishPipeline finishes an all_reduce pipeline that the C lane
-// began and hands over in round k (pgbackend.FinishLanePipeline): a wait
-// outlasted the spin, a peer's stamp differs, or a kernel declined.
+// goLaneFinishPipeline finishes an all_reduce pipeline (root -1) or a
+// reduce pipeline to root that the C lane began and hands over in round k
+// (pgbackend.FinishLanePipeline): a wait outlasted the spin, a peer's
+// stamp differs, or a kernel declined.
 //
 //export goLaneFinishPipeline
-func goLaneFinishPipeline(comm C.uint64_t, stream C.int, seq, id, epoch C.uint64_t, round, waited C.int, started C.int64_t, send, recv unsafe.Pointer, count C.size_t, dt, op C.int, preMul C.double) (rc C.hcclGoResult_t) {
+func goLaneFinishPipeline(comm C.uint64_t, stream C.int, seq, id, epoch C.uint64_t, round, waited C.int, started C.int64_t, send, recv unsafe.Pointer, count C.size_t, dt, op C.int, preMul C.double, root C.int) (rc C.hcclGoResult_t) {
 	defer recoverPanic(&rc)
 	e, ok := laneComm(comm)
 	if !ok { // cannot happen: a lane is freed only once no op is in it
@@ -238,9 +239,13 @@ func goLaneFinishPipeline(comm C.uint64_t, stream C.int, seq, id, epoch C.uint64
 	h := pgbackend.LanePipelineHandover{
 		LaneHandover: pgbackend.LaneHandover{
 			Stream: int(stream), Seq: uint64(seq), ID: uint64(id), Epoch: uint64(epoch),
-			Started: time.Duration(started), Recv: unsafe.Slice((*byte)(recv), n), DType: d, Op: reduce.Op(op),
+			Started: time.Duration(started), DType: d, Op: reduce.Op(op),
 		},
 		Round: int(round), Waited: waited != 0, Send: unsafe.Slice((*byte)(send), n), PreMul: float64(preMul),
+		Root: int(root),
+	}
+	if recv != nil { // NULL off a reduce's root
+		h.Recv = unsafe.Slice((*byte)(recv), n)
 	}
 	if err := e.c.FinishLanePipeline(h); err != nil {
 		return fail(e, err)

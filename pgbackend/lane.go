@@ -150,14 +150,20 @@ type LanePipelineHandover struct {
 	Waited bool
 	Send   []byte
 	PreMul float64
+	// Root is a reduce's root (Recv nil elsewhere); -1: an all_reduce.
+	Root int
 }
 
-// FinishLanePipeline finishes an all_reduce pipeline that the C fast lane
-// began (intra.FinishLanePipeline) within the op's deadline, records its
+// FinishLanePipeline finishes an all_reduce or reduce pipeline that the C
+// fast lane began (intra.FinishLanePipeline) within the op's deadline, records its
 // end and lets go of the stream, as FinishLaneAllReduce does.
 func (c *Communicator) FinishLanePipeline(h LanePipelineHandover) error {
-	return c.finishLane(h.LaneHandover, c.laneDesc(h.Seq, h.Stream, len(h.Recv), h.DType, h.Op), func(ctx *opContext) error {
-		return intra.FinishLanePipeline(ctx, c.arenas[h.Stream], h.Seq, h.Epoch, h.Round, h.Waited, h.Send, h.Recv, h.DType, h.Op, h.PreMul)
+	d := c.laneDesc(h.Seq, h.Stream, len(h.Send), h.DType, h.Op)
+	if h.Root >= 0 {
+		d = c.laneOpDesc(LaneReduce, h.Seq, h.Stream, len(h.Send), h.DType, h.Op, h.Root)
+	}
+	return c.finishLane(h.LaneHandover, d, func(ctx *opContext) error {
+		return intra.FinishLanePipeline(ctx, c.arenas[h.Stream], h.Seq, h.Epoch, h.Round, h.Waited, h.Send, h.Recv, h.DType, h.Op, h.PreMul, h.Root)
 	})
 }
 
@@ -265,7 +271,7 @@ func laneOpLimit(o LaneOp, a *arena.Arena) int {
 	case LaneBroadcast, LaneAllGather:
 		return math.MaxInt // chunk by chunk (LaneStream.MoveChunk)
 	case LaneReduce:
-		return intra.LaneLimit(a)
+		return math.MaxInt // one-shot in one epoch or the pipeline, as all_reduce (LaneStream.Limit, PipeMin)
 	case LaneReduceScatter:
 		return math.MaxInt // chunk by chunk (LaneStream.ScatterSlot)
 	default:

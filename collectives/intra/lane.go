@@ -98,8 +98,8 @@ func laneReduction(a *arena.Arena, seq uint64, n int, dt reduce.DType, op reduce
 }
 
 // The fast lane's pipeline. A blocking all_reduce that AllReduceWith runs
-// as the reduce-scatter/all-gather pipeline (rsag.go) can run in code
-// outside Go too (export/lane.c): the same rounds, epochs, stamp and
+// as the reduce-scatter/all-gather pipeline (rsag.go), and a reduce that
+// Reduce runs so, can run in code outside Go too (export/lane.c): the same rounds, epochs, stamp and
 // reduction order, so that such ranks meet ranks on Go's path. When it
 // cannot go on (a wait outlasts its spin, a stamp differs, a kernel
 // declines) it hands the op over to FinishLanePipeline in the middle.
@@ -117,19 +117,27 @@ func LanePipeline(a *arena.Arena) (minBytes, slot int) {
 	return max(a.InlineBytes(), t.oneShotLimit(a.Size())) + 1, rsagSlot(a, t)
 }
 
-// FinishLanePipeline finishes an all_reduce pipeline that code outside Go
-// began (LanePipeline): it ran rounds 0 to k-1 whole and, of round k, took
+// FinishLanePipeline finishes an all_reduce pipeline (root allRanks, -1)
+// or a reduce pipeline to root (a local index) that code outside Go began
+// (LanePipeline): it ran rounds 0 to k-1 whole and, of round k, took
 // epoch e, published this rank's slices and posted e (with the op's stamp
 // when k is 0); waited says it also saw every peer post e and checked
-// their stamps. An error other than a mismatch breaks the arena, as for
-// AllReduce.
-func FinishLanePipeline(ctx context.Context, a *arena.Arena, seq, e uint64, k int, waited bool, send, recv []byte, dt reduce.DType, op reduce.Op, preMul float64) error {
+// their stamps. recv is written on the ranks that want the result. An
+// error other than a mismatch breaks the arena, as for AllReduce.
+func FinishLanePipeline(ctx context.Context, a *arena.Arena, seq, e uint64, k int, waited bool, send, recv []byte, dt reduce.DType, op reduce.Op, preMul float64, root int) error {
+	name := "allreduce"
+	if root != allRanks {
+		name = "reduce"
+	}
 	if err := a.Begin(seq); err != nil {
-		return wrapOp("allreduce", a, seq, err)
+		return wrapOp(name, a, seq, err)
 	}
 	r := laneReduction(a, seq, len(send), dt, op, preMul)
+	if root != allRanks {
+		r.stamp = ReduceStamp(seq, len(send), dt, op, root)
+	}
 	r.t = defaultTuning()
-	err := r.rsagFrom(ctx, send, recv, allRanks, rsagStart{k: k, e: e, waited: waited})
+	err := r.rsagFrom(ctx, send, recv, root, rsagStart{k: k, e: e, waited: waited})
 	endOp(a, err)
-	return wrapOp("allreduce", a, seq, err)
+	return wrapOp(name, a, seq, err)
 }

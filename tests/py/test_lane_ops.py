@@ -1,7 +1,8 @@
 """The C fast lane's other ops: a synchronous dist.broadcast, all_gather_into_tensor,
 reduce_scatter_tensor, barrier and reduce on one host run in the library's C lane
-(export/lane.c), chunk by chunk as the arena runs them (reduce: when one-shot takes one
-epoch); they meet ranks that run them on Go's path epoch for epoch:
+(export/lane.c), chunk by chunk as the arena runs them (reduce: one-shot in one epoch, or
+the reduce-scatter/all-gather pipeline); they meet ranks that run them on Go's path epoch
+for epoch:
 
 - every rank ends with the expected bytes (reductions bitwise equal to a reference that
   reduces in rank order), for several dtypes and reduce ops, sizes from empty through an
