@@ -1,19 +1,21 @@
-// lane.c: the C fast lane. A blocking all_reduce that the arena runs in one
-// epoch (one-shot, through the inline slots or the data halves) or as its
-// reduce-scatter/all-gather pipeline, and a blocking broadcast, all_gather
-// or barrier that it runs in one epoch, on a communicator whose stream is
-// idle, run here from start to end without entering the Go runtime: the
-// same steps as pgbackend's RunNow (pgbackend/lane.go) and the protocols
-// of collectives/intra (allreduce.go, rsag.go, lane.go, lane_ops.go,
-// stamp.go), on the words the communicator shares (lane.go registers
-// them). Whatever is not
+// lane.c: the C fast lane. A blocking collective on a communicator whose
+// ranks share this host and whose stream is idle runs here from start to
+// end without entering the Go runtime: an all_reduce or reduce that the
+// arena runs in one epoch (one-shot, through the inline slots or the data
+// halves) or as its reduce-scatter/all-gather pipeline; a broadcast,
+// all_gather or reduce_scatter, chunk by chunk as the arena runs them; a
+// barrier. The steps are pgbackend's RunNow (pgbackend/lane.go) and the
+// protocols of collectives/intra (allreduce.go, rsag.go, broadcast.go,
+// allgather.go, reducescatter.go, lane.go, lane_ops.go, stamp.go), on the
+// words the communicator shares (lane.go registers them). Whatever is not
 // the common case goes to Go: an op the lane does not take (a busy stream,
-// arguments Go must judge, a dtype and op whose scaling is Go's) runs on
-// Go's path; an op whose wait outlasts the arena's spin and yield budgets
-// (1 ms by default), whose peers' stamps differ, or whose reduction the
-// kernels decline is handed over where it stands to goLaneFinish,
-// goLaneFinishPipeline or goLaneFinishMove, which finish it with Go's wait (deadline, dead
-// peers, sleep), mismatch errors and failure handling.
+// arguments Go must judge, a dtype and op whose scaling is Go's,
+// all_to_all) runs on Go's path; an op whose wait outlasts the arena's
+// spin and yield budgets (1 ms by default), whose peers' stamps differ, or
+// whose reduction the kernels decline is handed over where it stands to
+// goLaneFinish, goLaneFinishPipeline or goLaneFinishOp, which finish it
+// with Go's wait (deadline, dead peers, sleep), mismatch errors and
+// failure handling.
 #define _GNU_SOURCE
 #include "lane.h"
 
@@ -698,14 +700,12 @@ handover:;
 }
 
 // hg_lane_op_takes reports whether the lane runs op kind with a payload of
-// m bytes (an all_gather's or reduce_scatter's block) on stream in one
-// epoch: the settings leave it to the arena, it fits one epoch, and an
-// all_gather is outside the single-copy range until the ranks agreed
-// against it.
+// m bytes (an all_gather's block) on stream: the settings leave it to the
+// arena, the stream runs the other ops, and an all_gather is outside the
+// single-copy range until the ranks agreed against it.
 static int hg_lane_op_takes(const struct hg_lane* l, int kind, size_t m, int stream) {
-  if (!hg_lane_usable(l, stream) || !l->ops[kind].on) return 0;
+  if (!hg_lane_usable(l, stream) || !l->ops[kind].on || !l->streams[stream].ops_on) return 0;
   const struct hg_lane_stream* s = &l->streams[stream];
-  if (s->op_limit[kind] < 0 || m > (size_t)s->op_limit[kind]) return 0;
   if (kind != HG_OP_ALLGATHER || s->scg_state == NULL) return 1;
   size_t out = (size_t)l->size * m;
   return out < s->scg_min || out > s->scg_max || __atomic_load_n(s->scg_state, __ATOMIC_ACQUIRE) == s->scg_off;

@@ -98,11 +98,8 @@ func registerLane(h uint64, e *commEntry) {
 			s.sc_state = (*C.int32_t)(pinned(&reg.pin, unsafe.Pointer(st.SingleCopyState)))
 			s.sc_off, s.sc_min, s.sc_max = C.int32_t(st.SingleCopyOff), C.size_t(st.SingleCopyMin), C.size_t(st.SingleCopyMax)
 		}
-		for o, limit := range st.OpLimits {
-			s.op_limit[o] = C.longlong(limit)
-		}
-		if st.ScatterSlot > 0 && st.MoveChunk > 0 {
-			s.scatter_slot, s.move_chunk = C.size_t(st.ScatterSlot), C.size_t(st.MoveChunk)
+		if st.OpsOn {
+			s.ops_on, s.scatter_slot, s.move_chunk = 1, C.size_t(st.ScatterSlot), C.size_t(st.MoveChunk)
 		}
 		if st.GatherSingleCopyState != nil {
 			s.scg_state = (*C.int32_t)(pinned(&reg.pin, unsafe.Pointer(st.GatherSingleCopyState)))

@@ -1,8 +1,7 @@
-// lane.h: the C fast lane (lane.c). A blocking all_reduce that the
-// shared-memory arena runs in one epoch (up to the stream's limit) or as
-// its reduce-scatter/all-gather pipeline, and a blocking broadcast,
-// all_gather, barrier, reduce or reduce_scatter that it runs in one
-// epoch, run entirely in C, on the words the
+// lane.h: the C fast lane (lane.c). A blocking all_reduce or reduce that
+// the shared-memory arena runs in one epoch or as its
+// reduce-scatter/all-gather pipeline, and a blocking broadcast, all_gather,
+// reduce_scatter or barrier, run entirely in C, on the words the
 // communicator shares with it (pgbackend/lane.go: LaneView), without
 // entering the Go runtime; lane.go registers a communicator's lane and
 // finishes the ops the C side hands over.
@@ -35,14 +34,14 @@ struct hg_lane_stream {
   // From pipe_min bytes on (0: never), the all_reduce pipeline with slices
   // of pipe_slot bytes (intra.LanePipeline, collectives/intra/rsag.go).
   size_t pipe_min, pipe_slot;
-  // The largest payload of each of the other ops (an all_gather's and a
-  // reduce_scatter's block) that the lane runs, by HG_OP_* (-1: none;
-  // pgbackend LaneStream's OpLimits); all_gathers whose recv has scg_min to scg_max bytes go to Go
-  // while *scg_state (the all_gather's single-copy agreement) is not
-  // scg_off (NULL: never).
-  long long op_limit[HG_OPS];
-  size_t scatter_slot;  // bytes of each block per epoch of reduce_scatter
-  size_t move_chunk;    // bytes per epoch of broadcast and all_gather blocks beyond an inline slot
+  // The lane runs the other ops (HG_OP_*) on this stream (pgbackend
+  // LaneStream's OpsOn): reduce_scatter in chunks of scatter_slot bytes of
+  // each block, broadcast and all_gather beyond an inline slot in chunks
+  // of move_chunk bytes; all_gathers whose recv has scg_min to scg_max
+  // bytes go to Go while *scg_state (the all_gather's single-copy
+  // agreement) is not scg_off (NULL: never).
+  int ops_on;
+  size_t scatter_slot, move_chunk;
   int32_t* scg_state;
   int32_t scg_off;
   size_t scg_min, scg_max;

@@ -1,7 +1,6 @@
 package pgbackend
 
 import (
-	"math"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -263,22 +262,6 @@ func (c *Communicator) laneOpOn(o LaneOp) bool {
 	return a == collectives.Auto || a == "shm"
 }
 
-// laneOpLimit is the largest payload of op o (an all_gather's or
-// reduce_scatter's block), in bytes, that the lane runs on
-// arena a in one epoch (-1: none).
-func laneOpLimit(o LaneOp, a *arena.Arena) int {
-	switch o {
-	case LaneBroadcast, LaneAllGather:
-		return math.MaxInt // chunk by chunk (LaneStream.MoveChunk)
-	case LaneReduce:
-		return math.MaxInt // one-shot in one epoch or the pipeline, as all_reduce (LaneStream.Limit, PipeMin)
-	case LaneReduceScatter:
-		return math.MaxInt // chunk by chunk (LaneStream.ScatterSlot)
-	default:
-		return 0
-	}
-}
-
 // finishLane finishes an op the C lane handed over: finish runs the rest
 // of it under the op's context (its deadline); then the op is concluded as
 // a queued one is (concludeOp, as desc) and its stream let go.
@@ -344,15 +327,16 @@ type LaneStream struct {
 	// slices of PipeSlot bytes (intra.LanePipeline; PipeMin -1: never, as
 	// where the NUMA level may take large ops).
 	PipeMin, PipeSlot int
-	// OpLimits are the largest payloads of the other ops in the lane, by
-	// LaneOp, bytes (an all_gather's and a reduce_scatter's block; -1: none,
-	// as where the NUMA level may take ops). All_gathers whose recv has
-	// from GatherSingleCopyMin to GatherSingleCopyMax bytes are declined
-	// while *GatherSingleCopyState is not SingleCopyOff
+	// OpsOn: the lane runs the other ops (LaneOp) on this stream (false
+	// where the NUMA level may take ops), reduce_scatter in chunks of
+	// ScatterSlot bytes of each block (intra.LaneScatterSlot), broadcast
+	// and all_gather beyond an inline slot in chunks of MoveChunk bytes of
+	// each block (intra.LaneMoveChunk). All_gathers whose recv has from
+	// GatherSingleCopyMin to GatherSingleCopyMax bytes are declined while
+	// *GatherSingleCopyState is not SingleCopyOff
 	// (intra.SingleCopyGatherWords; nil: never).
-	OpLimits                                 [laneOps]int
-	ScatterSlot                              int // reduce_scatter's bytes of each block per epoch (intra.LaneScatterSlot)
-	MoveChunk                                int // broadcast's and all_gather's bytes of each block per epoch (intra.LaneMoveChunk)
+	OpsOn                                    bool
+	ScatterSlot, MoveChunk                   int
 	GatherSingleCopyState                    *int32
 	GatherSingleCopyMin, GatherSingleCopyMax int
 }
@@ -393,18 +377,13 @@ func (c *Communicator) Lane() (v LaneView, ok bool) {
 	}
 	for i, st := range c.streams {
 		ls := LaneStream{Hold: st.HoldWord(), Limit: c.laneLimit(i), SingleCopyOff: intra.SingleCopyOff, PipeMin: -1}
-		for o := range laneOps {
-			ls.OpLimits[o] = -1
-		}
 		if a := c.arenas[i]; a != nil {
 			ls.Arena = a.Raw()
 			ls.SingleCopyState, ls.SingleCopyMin, ls.SingleCopyMax = intra.SingleCopyWords(c.singleCopy[i], a.Size())
 			if ls.Limit >= 0 && !c.numa.on(i) {
 				ls.PipeMin, ls.PipeSlot = intra.LanePipeline(a)
-				for o := range laneOps {
-					ls.OpLimits[o] = laneOpLimit(o, a)
-				}
 				ls.ScatterSlot, ls.MoveChunk = intra.LaneScatterSlot(a), intra.LaneMoveChunk(a)
+				ls.OpsOn = ls.ScatterSlot > 0 && ls.MoveChunk > 0
 				ls.GatherSingleCopyState, ls.GatherSingleCopyMin, ls.GatherSingleCopyMax = intra.SingleCopyGatherWords(c.singleCopyGather[i])
 			}
 		}
