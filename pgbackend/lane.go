@@ -16,19 +16,21 @@ import (
 // this host runs at once on the calling thread when its stream is idle:
 // export's C lane (export/lane.c) runs the arena's one-shot protocol
 // (intra.LaneLimit: up to 256 KiB at 2 ranks) and its reduce-scatter/
-// all-gather pipeline (intra.LanePipeline) in C, without entering the Go
-// runtime, on the words of laneState, the stream's hold word, the arena's
-// raw view and the flight recorder (Lane hands it their addresses). It
-// holds the stream (the scheduler starts nothing there meanwhile,
-// streams.Stream.TryHold), takes the next sequence number under the same
-// locks as queued ops, records itself in the flight recorder as running,
-// and posts the same epochs and stamps as the queued op would, so ranks
-// that take the lane meet ranks that do not and a rank that calls another
-// op fails alike. When a wait outlasts its spin, a stamp differs or a
-// kernel declines, it hands the op over to FinishLaneAllReduce or
-// FinishLanePipeline, which finish it here with the op's deadline, failure
-// handling and errors (concludeOp). What the C lane does not take runs at
-// once in Go through RunNow (now.go) when its stream is idle, or is queued.
+// all-gather pipeline (intra.LanePipeline) in C, as it runs reduce,
+// broadcast, all_gather, reduce_scatter and barrier (LaneOp, below),
+// without entering the Go runtime, on the words of laneState, the
+// stream's hold word, the arena's raw view and the flight recorder (Lane
+// hands it their addresses). It holds the stream (the scheduler starts
+// nothing there meanwhile, streams.Stream.TryHold), takes the next
+// sequence number under the same locks as queued ops, records itself in
+// the flight recorder as running, and posts the same epochs and stamps as
+// the queued op would, so ranks that take the lane meet ranks that do not
+// and a rank that calls another op fails alike. When a wait outlasts its
+// spin, a stamp differs or a kernel declines, it hands the op over to
+// FinishLaneAllReduce, FinishLanePipeline or FinishLaneOp, which finish it
+// here with the op's deadline, failure handling and errors (concludeOp).
+// What the C lane does not take runs at once in Go through RunNow (now.go)
+// when its stream is idle, or is queued.
 //
 // The lane applies when the settings leave all_reduce to the arena
 // (HCCL_GO_FAST_LANE on, HCCL_GO_ALGO auto or shm, no HCCL_GO_CHECK, no
@@ -154,8 +156,8 @@ type LanePipelineHandover struct {
 }
 
 // FinishLanePipeline finishes an all_reduce or reduce pipeline that the C
-// fast lane began (intra.FinishLanePipeline) within the op's deadline, records its
-// end and lets go of the stream, as FinishLaneAllReduce does.
+// fast lane began (intra.FinishLanePipeline) within the op's deadline,
+// records its end and lets go of the stream, as FinishLaneAllReduce does.
 func (c *Communicator) FinishLanePipeline(h LanePipelineHandover) error {
 	d := c.laneDesc(h.Seq, h.Stream, len(h.Send), h.DType, h.Op)
 	if h.Root >= 0 {
@@ -197,9 +199,9 @@ func (o LaneOp) kind() string {
 // LaneOpHandover is an op of LaneOp's that export's C fast lane began and
 // hands over to FinishLaneOp: as LaneHandover, with the op (Kind), its
 // Root (broadcast, reduce), its Send (broadcast on root, all_gather,
-// reduce_scatter) and its payload's Bytes (reduce: Recv is nil off root). Recv is the whole output: an
-// all_gather's p blocks, nil for a barrier; DType and Op are the
-// reductions'.
+// reduce_scatter) and its payload's Bytes (reduce: Recv is nil off
+// root). Recv is the whole output: an all_gather's p blocks, nil for a
+// barrier; DType and Op are the reductions'.
 type LaneOpHandover struct {
 	LaneHandover
 	Kind   LaneOp
