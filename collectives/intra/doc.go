@@ -36,10 +36,12 @@
 // usable; they are local, so the peers of a rank that refused its
 // arguments wait for it until their context ends (and then break it).
 //
-// Code outside Go may run a blocking all_reduce's protocol itself, epoch
-// for epoch (export/lane.c: one-shot, and the reduce-scatter/all-gather
-// pipeline), and hand it to Go part-way: lane.go holds the entry points
-// (LaneLimit, LanePipeline, FinishLaneAllReduce, FinishLanePipeline).
+// Code outside Go may run a blocking collective's protocol itself, epoch
+// for epoch (export/lane.c: all_reduce and reduce one-shot or as the
+// reduce-scatter/all-gather pipeline; broadcast, all_gather and
+// reduce_scatter chunk by chunk; barrier), and hand it to Go part-way:
+// lane.go and lane_ops.go hold the entry points (LaneLimit, LanePipeline,
+// LaneMoveChunk, LaneScatterSlot and the FinishLane functions).
 //
 // ALGORITHMS.md lists each protocol with the bytes it touches per payload
 // byte, the thresholds between protocols, and measured figures.
