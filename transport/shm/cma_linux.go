@@ -133,8 +133,8 @@ func (e *Endpoint) recvCMA(l *link, s []byte, m *landing) error {
 	e.cmaReceived.Add(1)
 	e.mu.Lock()
 	m.got = m.n
-	e.complete(m)
 	e.mu.Unlock()
+	l.in.read = m // completed once the offer's slot is free (pollRing)
 	return nil
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hccl-go/hccl-go/transport"
+	"github.com/hccl-go/hccl-go/transport/cma"
 )
 
 // exchangeLarge sends count messages of n bytes from eps[0] to eps[1], and
@@ -107,4 +108,39 @@ func TestCMASendTimeout(t *testing.T) {
 	require.ErrorAs(t, err, &pe)
 	assert.Equal(t, 0, pe.Peer)
 	assert.ErrorIs(t, err, errLinkAborted)
+}
+
+// TestCMASendSucceedsWhenReceiverClosesAtOnce: a receiver that closes its
+// endpoint the moment its single-copy receive completes (a rank whose op
+// just ended) never fails the sender of that message: the offer's slot is
+// free before the receive completes. The receive sleeps first, so that the
+// reader goroutine, not the receiving one, takes the message (the path
+// where completion and freeing the slot run on different goroutines). The
+// window is a few instructions wide: this guards the order, it seldom
+// catches its loss.
+func TestCMASendSucceedsWhenReceiverClosesAtOnce(t *testing.T) {
+	if !cma.Supported() {
+		t.Skip("process_vm_readv is not allowed here")
+	}
+	const n = minCMAThreshold
+	for i := range 40 {
+		eps := connectAll(t, 2, Config{Dir: shmDir(t)}, true)
+		ctx := testContext(t)
+		data := pattern(n, byte(i))
+		buf := make([]byte, n)
+		received := make(chan error, 1)
+		go func() {
+			err := eps[1].Recv(ctx, 0, 7, buf)
+			if err == nil {
+				err = eps[1].Close()
+			}
+			received <- err
+		}()
+		waitPosted(t, eps[1], 0, 7)
+		time.Sleep(2 * time.Millisecond) // past the receive's spin: it sleeps
+		require.NoError(t, eps[0].Send(ctx, 1, 7, data), "iteration %d: the message was delivered", i)
+		require.NoError(t, <-received)
+		require.Equal(t, data, buf)
+		require.Equal(t, uint64(1), eps[0].cmaSent.Load(), "iteration %d: single-copy", i)
+	}
 }

@@ -28,6 +28,10 @@ type inRing struct {
 	// readySince is when the reader first saw the slot at pos published
 	// (zero: not yet); see shouldDrain.
 	readySince time.Time
+	// read is a single-copy message read whole from the slot at pos, to
+	// complete once that slot is free: its sender waits for the slot, and
+	// the receive's owner may close the endpoint as soon as it completes.
+	read *landing
 }
 
 func newInRing(peer int, r ring) *inRing { return &inRing{peer: peer, r: r} }
@@ -168,6 +172,12 @@ func (e *Endpoint) pollRing(l *link, max int, until *request) (int, error) {
 		ir.readySince = time.Time{}
 		ir.r.tail().Store(ir.pos) // the slot is free again
 		ringBell(ir.r.spaceWaiters(), ir.r.spaceSeq())
+		if m := ir.read; m != nil {
+			ir.read = nil
+			e.mu.Lock()
+			e.complete(m)
+			e.mu.Unlock()
+		}
 	}
 	return n, nil
 }
