@@ -279,10 +279,15 @@ func goLaneFinishOp(comm C.uint64_t, stream, kind C.int, seq, id, epoch C.uint64
 	if out > 0 && recv != nil {
 		h.Recv = unsafe.Slice((*byte)(recv), int(out))
 	}
-	sendBytes := map[pgbackend.LaneOp]int{ // the bytes of send, where the rest of the op reads it
-		pgbackend.LaneBroadcast: int(out), pgbackend.LaneAllGather: int(out) / e.c.Size(),
-		pgbackend.LaneReduceScatter: int(out) * e.c.Size(),
-	}[h.Kind]
+	var sendBytes int // the bytes of send, where the rest of the op reads it
+	switch h.Kind {
+	case pgbackend.LaneBroadcast:
+		sendBytes = int(out)
+	case pgbackend.LaneAllGather:
+		sendBytes = int(out) / e.c.Size()
+	case pgbackend.LaneReduceScatter:
+		sendBytes = int(out) * e.c.Size()
+	}
 	if sendBytes > 0 && send != nil {
 		h.Send = unsafe.Slice((*byte)(send), sendBytes)
 	}

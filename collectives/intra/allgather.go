@@ -94,18 +94,27 @@ func gatherBlocks(ctx context.Context, a *arena.Arena, seq uint64, stamp opStamp
 		copy(a.Inline(me, e)[:len(send)], send)
 		postFirst(a, e, s)
 		args.CopyUnlessSame(b.of(recv, me), send)
-		if err = awaitFirst(ctx, a, e, s); err == nil {
-			for j := range p {
-				if j != me {
-					copy(b.of(recv, j), a.Inline(j, e)[:b.size[j]])
-				}
-			}
-		}
+		err = finishGatherInline(ctx, a, e, s, recv, b)
 	default:
 		err = allGatherHalves(ctx, a, s, send, recv, b, t.copyBytes)
 	}
 	endOp(a, err)
 	return err
+}
+
+// finishGatherInline is the inline case of gatherBlocks after its post:
+// wait for epoch e, check the stamps, copy every peer's block out of its
+// inline slot.
+func finishGatherInline(ctx context.Context, a *arena.Arena, e uint64, stamp arena.Stamp, recv []byte, b blocks) error {
+	if err := awaitFirst(ctx, a, e, stamp); err != nil {
+		return err
+	}
+	for j := range a.Size() {
+		if j != a.Index() {
+			copy(b.of(recv, j), a.Inline(j, e)[:b.size[j]])
+		}
+	}
+	return nil
 }
 
 func allGatherHalves(ctx context.Context, a *arena.Arena, stamp arena.Stamp, send, recv []byte, b blocks, copyBytes int) error {

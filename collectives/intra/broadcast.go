@@ -71,11 +71,17 @@ func broadcastInline(ctx context.Context, a *arena.Arena, stamp arena.Stamp, sen
 	} else {
 		postFirst(a, e, stamp)
 	}
+	return finishBroadcastInline(ctx, a, e, stamp, recv, root)
+}
+
+// finishBroadcastInline is broadcastInline after its post: wait for epoch
+// e, check the stamps, copy root's payload out of its inline slot.
+func finishBroadcastInline(ctx context.Context, a *arena.Arena, e uint64, stamp arena.Stamp, recv []byte, root int) error {
 	if err := awaitFirst(ctx, a, e, stamp); err != nil {
 		return err
 	}
-	if me != root {
-		copy(recv, a.Inline(root, e)[:n])
+	if a.Index() != root {
+		copy(recv, a.Inline(root, e)[:len(recv)])
 	}
 	return nil
 }

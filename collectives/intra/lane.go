@@ -79,22 +79,41 @@ func AllReduceStamp(seq uint64, n int, dt reduce.DType, op reduce.Op) arena.Stam
 // one runs another op, and reduces all buffers into recv in rank order. An
 // error other than a mismatch breaks the arena, as for AllReduce.
 func FinishLaneAllReduce(ctx context.Context, a *arena.Arena, seq, e uint64, recv []byte, dt reduce.DType, op reduce.Op) error {
+	return finishLaneOneShot(ctx, a, seq, e, len(recv), recv, dt, op, allRanks)
+}
+
+// finishLaneOneShot is FinishLaneAllReduce (root allRanks) and
+// FinishLaneReduce: wait, check the stamps, and on the ranks that want
+// the result reduce the p buffers of n bytes into recv in rank order.
+func finishLaneOneShot(ctx context.Context, a *arena.Arena, seq, e uint64, n int, recv []byte, dt reduce.DType, op reduce.Op, root int) error {
+	r, name := laneReductionTo(a, seq, n, dt, op, 0, root)
 	if err := a.Begin(seq); err != nil {
-		return wrapOp("allreduce", a, seq, err)
+		return wrapOp(name, a, seq, err)
 	}
-	n, p := len(recv), a.Size()
-	r := laneReduction(a, seq, n, dt, op, 0)
+	p := a.Size()
 	err := awaitFirst(ctx, a, e, r.stamp)
-	if err == nil && n > 0 {
+	if err == nil && wants(a.Index(), root) && n > 0 {
 		reduceInto(dt, op, recv, p, func(j int) []byte { return laneBuffer(a, j, e, n) })
 		finishAvg(dt, op, recv, p)
 	}
 	endOp(a, err)
-	return wrapOp("allreduce", a, seq, err)
+	return wrapOp(name, a, seq, err)
 }
 
 func laneReduction(a *arena.Arena, seq uint64, n int, dt reduce.DType, op reduce.Op, preMul float64) *reduction {
 	return &reduction{a: a, dt: dt, op: op, preMul: preMul, stamp: AllReduceStamp(seq, n, dt, op)}
+}
+
+// laneReductionTo is the reduction of an all_reduce (root allRanks) or of
+// a reduce to root handed over by the lane, with its stamp, and the op's
+// name for errors.
+func laneReductionTo(a *arena.Arena, seq uint64, n int, dt reduce.DType, op reduce.Op, preMul float64, root int) (*reduction, string) {
+	r := laneReduction(a, seq, n, dt, op, preMul)
+	if root == allRanks {
+		return r, "allreduce"
+	}
+	r.stamp = ReduceStamp(seq, n, dt, op, root)
+	return r, "reduce"
 }
 
 // The fast lane's pipeline. A blocking all_reduce that AllReduceWith runs
@@ -125,16 +144,9 @@ func LanePipeline(a *arena.Arena) (minBytes, slot int) {
 // their stamps. recv is written on the ranks that want the result. An
 // error other than a mismatch breaks the arena, as for AllReduce.
 func FinishLanePipeline(ctx context.Context, a *arena.Arena, seq, e uint64, k int, waited bool, send, recv []byte, dt reduce.DType, op reduce.Op, preMul float64, root int) error {
-	name := "allreduce"
-	if root != allRanks {
-		name = "reduce"
-	}
+	r, name := laneReductionTo(a, seq, len(send), dt, op, preMul, root)
 	if err := a.Begin(seq); err != nil {
 		return wrapOp(name, a, seq, err)
-	}
-	r := laneReduction(a, seq, len(send), dt, op, preMul)
-	if root != allRanks {
-		r.stamp = ReduceStamp(seq, len(send), dt, op, root)
 	}
 	r.t = defaultTuning()
 	err := r.rsagFrom(ctx, send, recv, root, rsagStart{k: k, e: e, waited: waited})

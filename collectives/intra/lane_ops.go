@@ -83,10 +83,7 @@ func FinishLaneBroadcast(ctx context.Context, a *arena.Arena, seq, e uint64, off
 	stamp := BroadcastStamp(seq, n, root)
 	var err error
 	if n <= a.InlineBytes() {
-		err = awaitFirst(ctx, a, e, stamp)
-		if err == nil && a.Index() != root && n > 0 {
-			copy(recv, a.Inline(root, e)[:n])
-		}
+		err = finishBroadcastInline(ctx, a, e, stamp, recv, root)
 	} else {
 		err = broadcastHalvesFrom(ctx, a, stamp, send, recv, root, defaultTuning().copyBytes, moveStart{off: off, e: e})
 	}
@@ -102,17 +99,12 @@ func FinishLaneAllGather(ctx context.Context, a *arena.Arena, seq, e uint64, off
 	if err := a.Begin(seq); err != nil {
 		return wrapOp("allgather", a, seq, err)
 	}
-	me, p := a.Index(), a.Size()
+	p := a.Size()
 	m := len(recv) / p
 	stamp := AllGatherStamp(seq, m)
 	var err error
 	if m <= a.InlineBytes() {
-		err = awaitFirst(ctx, a, e, stamp)
-		for j := range p {
-			if err == nil && j != me && m > 0 {
-				copy(recv[j*m:(j+1)*m], a.Inline(j, e)[:m])
-			}
-		}
+		err = finishGatherInline(ctx, a, e, stamp, recv, evenBlocks(p, m))
 	} else {
 		err = allGatherHalvesFrom(ctx, a, stamp, send, recv, evenBlocks(p, m), defaultTuning().copyBytes, moveStart{off: off, e: e})
 	}
@@ -157,17 +149,7 @@ func ReduceScatterStamp(seq uint64, m int, dt reduce.DType, op reduce.Op) arena.
 // their stamps and, on root, reduces all buffers into recv in rank order.
 // Errors as for FinishLaneAllReduce.
 func FinishLaneReduce(ctx context.Context, a *arena.Arena, seq, e uint64, n int, recv []byte, dt reduce.DType, op reduce.Op, root int) error {
-	if err := a.Begin(seq); err != nil {
-		return wrapOp("reduce", a, seq, err)
-	}
-	p := a.Size()
-	err := awaitFirst(ctx, a, e, ReduceStamp(seq, n, dt, op, root))
-	if err == nil && a.Index() == root && n > 0 {
-		reduceInto(dt, op, recv, p, func(j int) []byte { return laneBuffer(a, j, e, n) })
-		finishAvg(dt, op, recv, p)
-	}
-	endOp(a, err)
-	return wrapOp("reduce", a, seq, err)
+	return finishLaneOneShot(ctx, a, seq, e, n, recv, dt, op, root)
 }
 
 // LaneScatterSlot is the bytes of each block that ReduceScatter on a
