@@ -88,21 +88,22 @@ type Communicator struct {
 // New builds a communicator over an established endpoint. transports names
 // the link kind per peer for Info (nil: "unknown").
 func New(ep transport.Endpoint, cfg Config, transports []string) *Communicator {
-	c := newCommunicator(context.Background(), ep, cfg, transports)
+	counted, stats := countTraffic(ep)
+	c := newCommunicator(context.Background(), ep, counted, stats, cfg, transports)
 	c.split.family = newSplitFamily()
 	return c
 }
 
-// newCommunicator builds a communicator over ep whose context is a child
-// of parent (a split's is its root's).
-func newCommunicator(parent context.Context, ep transport.Endpoint, cfg Config, transports []string) *Communicator {
+// newCommunicator builds a communicator over links whose context is a
+// child of parent (a split's is its root's). Its collectives run over ep,
+// links with their traffic counted in stats.
+func newCommunicator(parent context.Context, links, ep transport.Endpoint, stats *commStats, cfg Config, transports []string) *Communicator {
 	ctx, cancel := context.WithCancelCause(parent)
 	c := &Communicator{
-		rank: ep.Rank(), size: ep.Size(), cfg: cfg, ep: ep, links: ep, transports: transports,
+		rank: ep.Rank(), size: ep.Size(), cfg: cfg, ep: ep, links: links, stats: stats, transports: transports,
 		globalNote: globalRanksNote(cfg.GlobalRanks),
 		ctx:        ctx, cancel: cancel, reliability: newReliability(cfg), lane: &laneState{},
 	}
-	c.ep, c.stats = countTraffic(ep)
 	c.newStreams()
 	c.p2p = newP2PQueues(c)
 	return c

@@ -146,7 +146,11 @@ func (c *Communicator) checkSplitRanks(ranks []int) error {
 // newSplit builds the split of root's ranks rootRanks in tag space space.
 // Its context is a child of the root's: the root's failure is its own.
 func newSplit(ctx context.Context, root *Communicator, rootRanks []int, space int, cfg Config) (*Communicator, error) {
-	view, err := sub.New(root.links, rootRanks, space)
+	// The split's traffic is counted beneath its view, so that the views
+	// of its collectives' phases nest in the view's tag space (transport/sub
+	// flattens a view of a view; it cannot see through a wrapper).
+	counted, stats := countTraffic(root.links)
+	view, err := sub.New(counted, rootRanks, space)
 	if err != nil {
 		return nil, err
 	}
@@ -161,10 +165,14 @@ func newSplit(ctx context.Context, root *Communicator, rootRanks []int, space in
 			addrs = append(addrs, root.addrs[r])
 		}
 	}
-	c := newCommunicator(root.ctx, view, cfg, kinds)
+	c := newCommunicator(root.ctx, view, view, stats, cfg, kinds)
 	c.addrs = addrs
 	c.split = splitState{root: root, rootRanks: rootRanks, space: space, family: root.split.family}
-	if err := c.connectSplitArenas(ctx, root); err != nil {
+	err = c.connectSplitArenas(ctx, root)
+	if err == nil && c.arenas[StreamDefault] == nil {
+		err = c.connectSplitHier(ctx, root)
+	}
+	if err != nil {
 		_ = c.Destroy() // its streams, view and any arena made; it was never registered
 		return nil, err
 	}

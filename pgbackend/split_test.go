@@ -305,8 +305,9 @@ func TestSplitNamesMayDiffer(t *testing.T) {
 }
 
 // TestSplitArenas: a split whose members share one host runs its
-// collectives in shared memory, holds no file descriptor of its own, and
-// a split across hosts keeps messages.
+// collectives in shared memory and holds no file descriptor of its own; a
+// split across hosts runs no whole op in an arena (split_hier_test.go has
+// its hierarchy).
 func TestSplitArenas(t *testing.T) {
 	oneHost := connectAll(t, []string{"h", "h", "h", "h"}, testConfig())
 	fds := openFDs(t)
@@ -328,7 +329,7 @@ func TestSplitArenas(t *testing.T) {
 	twoHosts := connectAll(t, []string{"a", "a", "b", "b"}, testConfig())
 	across := splitAll(t, twoHosts, "across", []int{0, 1, 2}, testConfig())
 	for _, c := range members(across) {
-		assert.Nil(t, c.arenas[0], "rank %d: a split across hosts has no arena", c.Rank())
+		assert.Nil(t, c.arenaFor(0, c.options("allreduce", 1)), "rank %d: no whole op in an arena across hosts", c.Rank())
 	}
 	allReduceRanks(t, members(across))
 }

@@ -51,9 +51,24 @@ func (c *Communicator) pick(stream int, op string, nbytes int, o collectives.Opt
 	if numa {
 		implemented = append(slices.Clip(implemented), topo.AlgoNUMA)
 	}
+	if c.noHierOn(stream) {
+		implemented = slices.DeleteFunc(slices.Clone(implemented), func(a string) bool { return a == topo.AlgoHier })
+		if o.Algo == collectives.Hier {
+			c.topo.log.once("nohier/stream/"+op, "%s: HCCL_GO_ALGO=hier but this group's hierarchy runs on its default stream only: choosing automatically", op)
+			o.Algo = collectives.Auto
+		}
+	}
 	o.Algo = c.topo.choose(op, nbytes, o.Algo, implemented)
 	o.RoundBytes = c.roundBytes(stream, op, nbytes, o.Algo, c.topo.modelFor(collectives.NoCompression))
 	return o
+}
+
+// noHierOn says whether stream lacks the arena hierarchy that the
+// communicator's topology has: a split across hosts has it on its default
+// stream only (split_hier.go), and its groups, of any sizes, do not suit
+// the message hierarchy.
+func (c *Communicator) noHierOn(stream int) bool {
+	return c.topo != nil && c.topo.hosts != nil && c.hiers[stream] == nil
 }
 
 // roundBytes is Options.RoundBytes of an op of nbytes running as algo on

@@ -15,6 +15,8 @@
 #                 the hierarchical all_reduce's phases (bench/hier_phases.py)
 #   2x2ddp      2x2's DDP jobs alone
 #   2x2phases   2x2's hierarchical all_reduce phases alone (bench/hier_phases.py)
+#   2x2split    2x2's all_reduce 64 MiB on a split of the default group, a split forced to the
+#               ring, a group with its own links, the default group and gloo (bench/split_hier.py)
 #   single2     two single-host jobs of 2 ranks at once (the arena under 2x2's load)
 #   2x2timeline where a DDP step's time goes on 2x2, hccl_go and gloo (bench/ddp_timeline.py)
 #   fastpairs8  8 hosts x 1 rank, 28 veths: pairs (0,4) (1,5) (2,6) (3,7) at 300 Mbit/s, the
@@ -166,6 +168,15 @@ case_2x2ddp() {
 case_2x2phases() {
   setup_2x2
   job_2x2_phases
+  ip netns del "${TAG}h0"
+  ip netns del "${TAG}h1"
+}
+
+# case_2x2split: all_reduce on groups split from the default group across the 2x2 hosts.
+case_2x2split() {
+  setup_2x2
+  job 2x2_split 2 2 va 10.231.1.1 -- "$ROOT/bench/split_hier.py" --size 64MiB --iters "$ITERS" \
+    --json "$OUT/raw/2x2_split.json"
   ip netns del "${TAG}h0"
   ip netns del "${TAG}h1"
 }

@@ -41,6 +41,10 @@ type Comm struct {
 	blocks   [][]int
 	packedAt []int
 
+	// segSpace is the tag space of the all_reduce's first segment
+	// (segmentSpaces).
+	segSpace int
+
 	last Times // of the last collective (LastTimes)
 }
 
@@ -55,6 +59,8 @@ func New(ep transport.Endpoint, a *arena.Arena, layout Layout) (*Comm, error) {
 	for i := range c.hostOf {
 		c.hostOf[i] = -1
 	}
+	segSpace, maxSegments := segmentSpaces(ep)
+	c.segSpace = segSpace
 	if len(layout.Hosts) > maxSegments {
 		return nil, args.Invalidf("layout of %d hosts: at most %d", len(layout.Hosts), maxSegments)
 	}

@@ -3,20 +3,32 @@ package hier
 import (
 	"slices"
 
+	"github.com/hccl-go/hccl-go/transport"
 	"github.com/hccl-go/hccl-go/transport/sub"
 )
 
 // Tag spaces (transport/sub) of the inter-host views: the leaders of a
 // rooted collective, and one space per segment of the all_reduce, so that
 // the segments a rank carries at the same time (with the same tag, the
-// op's) never take each other's messages.
+// op's) never take each other's messages. On an endpoint that is itself a
+// view with a space (a split communicator), the views nest, and nested
+// spaces are fewer (sub.MaxNestedSpace): the segments then take the
+// spaces above the leaders'.
 const (
-	spaceLeaders  = 16
-	spaceSegments = 4096
+	spaceLeaders        = 16
+	spaceSegments       = 4096
+	spaceNestedSegments = spaceLeaders + 1
 )
 
-// maxSegments is the most segments (and hosts) a layout may give.
-const maxSegments = sub.MaxSpace - spaceSegments + 1
+// segmentSpaces are the first tag space of the segments' views on ep and
+// how many segments (and hosts) a layout may give there.
+func segmentSpaces(ep transport.Endpoint) (first, most int) {
+	limit := sub.SpaceLimit(ep)
+	if limit >= spaceSegments {
+		return spaceSegments, limit - spaceSegments + 1
+	}
+	return spaceNestedSegments, max(limit-spaceNestedSegments+1, 0)
+}
 
 // pieceBounds splits n elements among k ranks as k contiguous pieces, the
 // first n%k one element longer: piece i is [b[i], b[i+1]).
@@ -67,7 +79,7 @@ func (c *Comm) segments(n int) []segment {
 			}
 			owners[h] = hr[i]
 		}
-		segs = append(segs, segment{lo: lo, hi: hi, owners: owners, space: spaceSegments + len(segs)})
+		segs = append(segs, segment{lo: lo, hi: hi, owners: owners, space: c.segSpace + len(segs)})
 	}
 	return segs
 }

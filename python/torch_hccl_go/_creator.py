@@ -16,12 +16,6 @@ from .streams import resolve_stream
 
 BACKEND_NAME = "hccl_go"
 
-# The host of every rank, per communicator made by the rendezvous (its comm_handle -> host
-# ids by rank): what a new group's split decision reads of the default group's. Every rank
-# holds the same lists, so every member decides alike. (The Python wrapper of a backend is
-# not kept: torch holds the C++ object, so its id() changes; the handle does not.)
-_HOSTS: dict[int, list[str]] = {}
-
 
 def create_backend(dist_opts, pg_options) -> _C.HcclGoBackend:
     """The creator torch calls (extended API) on every member of a new group."""
@@ -60,7 +54,6 @@ def create_backend(dist_opts, pg_options) -> _C.HcclGoBackend:
         int(timeout.total_seconds() * 1000),
     )
     backend.stream = stream
-    _HOSTS[backend.comm_handle] = list(peers.host_ids)
     # torch's flight-recorder hook is handed every Work; without it, a
     # synchronous collective (async_op=False) returns None: see
     # HcclGoBackend::syncReturnsNone.
@@ -75,11 +68,10 @@ _LINK_OPTIONS = ("transport", "socket_ifname", "listen_addr", "streams_per_peer"
 def _split_parent(global_ranks: list[int], size: int, opts: Options):
     """The backend a new group is split from: the default group's, when it is a live hccl_go
     backend of this process, the group is a subgroup (global ranks known) and the split
-    setting (HCCL_GO_SPLIT_GROUPS, Options(split_groups=...)) asks for it: `1` always,
-    `auto` when its members are all on one host (the split then has shared-memory arenas of
-    its own, over the parent's links) or each on a host of its own. A group with two members
-    on one host and others elsewhere keeps its own links under auto: a split discovers no
-    topology, so it would run no hierarchical algorithm. None: connect the group anew."""
+    setting (HCCL_GO_SPLIT_GROUPS, Options(split_groups=...)) is not off. A split maps
+    shared-memory arenas of its own over the parent's links: on one host for its whole ops,
+    across hosts for the arena phases of the hierarchical algorithms (the parent's topology,
+    cut down to the members). None: connect the group anew."""
     mode = _split_mode(opts)
     if len(global_ranks) != size or size < 1 or mode == "off" or _wants_own_links(opts):
         return None
@@ -91,18 +83,7 @@ def _split_parent(global_ranks: list[int], size: int, opts: Options):
         return None
     if not isinstance(parent, _C.HcclGoBackend) or not parent.is_open:
         return None
-    if mode == "auto" and not _splits_well(_HOSTS.get(parent.comm_handle), global_ranks):
-        return None
     return parent
-
-
-def _splits_well(hosts: list[str] | None, members: list[int]) -> bool:
-    """Whether the members are all on one host or each on a host of its own (False when the
-    hosts are not known)."""
-    if hosts is None or any(not 0 <= r < len(hosts) for r in members):
-        return False
-    distinct = len({hosts[r] for r in members})
-    return distinct == 1 or distinct == len(members)
 
 
 def _wants_own_links(opts: Options) -> bool:
@@ -110,13 +91,11 @@ def _wants_own_links(opts: Options) -> bool:
 
 
 def _split_mode(opts: Options) -> str:
-    """ "on", "off" or "auto": Options(split_groups=...) (or its extra key), else
-    HCCL_GO_SPLIT_GROUPS (default auto)."""
+    """ "on" or "off": Options(split_groups=...) (or its extra key), else
+    HCCL_GO_SPLIT_GROUPS (default on; `auto` is on)."""
     if opts.split_groups is not None:
         return "on" if opts.split_groups else "off"
-    value = str(opts.extra.get("split_groups", os.environ.get("HCCL_GO_SPLIT_GROUPS", "auto"))).strip().lower()
-    if value in ("", "auto"):
-        return "auto"
+    value = str(opts.extra.get("split_groups", os.environ.get("HCCL_GO_SPLIT_GROUPS", "1"))).strip().lower()
     return "off" if value in ("0", "false", "off", "no") else "on"
 
 

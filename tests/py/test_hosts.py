@@ -1,9 +1,10 @@
 """Communicators that span emulated hosts (HCCL_GO_HOST_ID per rank): ranks of one host
 reach each other through the shared-memory arena (comm_info says shm+arena), the others
 over TCP, and the hierarchical collectives, forced for every op, give the reference
-result through torch.distributed on even and uneven hosts and in a subgroup (one that
-connects its own links: a split of the default group that spans hosts has no arena, see
-README Groups)."""
+result through torch.distributed on even and uneven hosts and in subgroups: one that
+connects its own links, and splits of the default group (by default every subgroup), whose
+arena phases run in arenas of the split's members on each host. A split with one member
+per host has no arena phase and runs as messages."""
 
 from __future__ import annotations
 
@@ -25,8 +26,7 @@ def inputs(rank: int, n: int, dtype, seed: int):
 
 
 def hosts_job(ctx, hosts: list[str], subgroup: list[int] | None, split: bool | None = False) -> dict:
-    """split None: the default setting (auto), which splits a group whose members are all on
-    one host or each on a host of its own."""
+    """split None: the default setting, which splits every subgroup."""
     import json
     import os
 
@@ -45,15 +45,15 @@ def hosts_job(ctx, hosts: list[str], subgroup: list[int] | None, split: bool | N
         if ctx.rank not in subgroup:
             return {}
         if split is None:
-            split = len({hosts[r] for r in subgroup}) in (1, len(subgroup))
+            split = True
     info = torch_hccl_go.comm_info(group)
     assert ("split" in info) == bool(split), f"split {split}, comm_info {info}"
     transports = info["transports"]
     me = ranks.index(ctx.rank)
+    # One member per host: no arena phase, messages only.
+    apart = len({hosts[r] for r in ranks}) == len(ranks)
     for peer, kind in enumerate(transports):
-        one_host = len({hosts[r] for r in ranks}) == 1
-        local = "shm" if split and not one_host else "shm+arena"  # a split across hosts has no arena
-        want = "self" if peer == me else (local if hosts[ranks[peer]] == hosts[ctx.rank] else "tcp")
+        want = "self" if peer == me else ("shm+arena" if hosts[ranks[peer]] == hosts[ctx.rank] else "tcp")
         assert kind == want, f"transport to peer {peer}: {kind}, want {want} ({transports})"
 
     p = len(ranks)
@@ -104,11 +104,11 @@ def hosts_job(ctx, hosts: list[str], subgroup: list[int] | None, split: bool | N
             dist.broadcast(t, src=src, group=group)
             assert torch.equal(t, every[ranks.index(src)]), f"broadcast {what}"
 
-    # The flight recorder names the route: intra-host phases in the arena (a split: messages).
+    # The flight recorder names the route: intra-host phases in the arena.
     path = torch_hccl_go.dump_trace(group, os.path.join(ctx.store_dir, f"trace{ctx.rank}.json"))
     with open(path) as f:
         routes = {(op["op"], op["route"]) for op in json.load(f)["ops"]}
-    route = "messages" if split else "hier+arena"
+    route = "messages" if apart else "hier+arena"
     for kind in ("allreduce", "reduce", "reducescatter", "allgather", "broadcast"):
         assert (kind, route) in routes, f"{kind} did not run as {route}: {sorted(routes)}"
     return {"transports": transports}
@@ -124,7 +124,7 @@ def hosts_job(ctx, hosts: list[str], subgroup: list[int] | None, split: bool | N
         (["a", "b", "a", "a"], [0, 1, 3], None),
         (["a", "b", "a", "b"], [2, 1], None),
     ],
-    ids=["2+2", "3+1", "subgroup 2+1 of 3+1", "split 2+1 of 3+1", "auto: 2+1 of 3+1", "auto: 1+1 of 2+2"],
+    ids=["2+2", "3+1", "subgroup 2+1 of 3+1", "split 2+1 of 3+1", "default: 2+1 of 3+1", "default: 1+1 of 2+2"],
 )
 def test_hierarchical_collectives_across_hosts(hosts, subgroup, split):
     env = {"HCCL_GO_ALGO": HIER_EVERYWHERE, "HCCL_GO_TOPO_PROBE": "0"}

@@ -25,8 +25,8 @@ def test_split_groups(check: str) -> None:
 @pytest.mark.parametrize(
     ("env", "fields", "want"),
     [
-        (None, {}, "auto"),
-        ("auto", {}, "auto"),
+        (None, {}, "on"),
+        ("auto", {}, "on"),
         ("1", {}, "on"),
         ("0", {}, "off"),
         ("1", {"split_groups": False}, "off"),
@@ -44,28 +44,6 @@ def test_split_setting(monkeypatch, env, fields, want) -> None:
     else:
         monkeypatch.setenv("HCCL_GO_SPLIT_GROUPS", env)
     assert _split_mode(Options(**fields)) == want
-
-
-@pytest.mark.parametrize(
-    ("hosts", "members", "want"),
-    [
-        (["a", "a", "b", "b"], [0, 2], True),  # one rank per host: a split
-        (["a", "a", "b", "b"], [3, 1], True),
-        (["a", "a", "b", "b"], [0, 1], True),  # all on host a: a split with arenas
-        (["a", "a", "a", "b"], [2, 0, 1], True),
-        (["a", "a", "b", "b"], [0, 1, 2], False),  # 2+1: its own links, hierarchical
-        (["a", "a", "b", "b"], [0, 1, 2, 3], False),
-        (["a", "b"], [1], True),
-        (None, [0, 1], False),  # hosts not known
-        (["a", "b"], [0, 2], False),  # a rank outside the default group
-    ],
-)
-def test_auto_splits_groups_on_one_host_or_one_member_per_host(hosts, members, want) -> None:
-    """HCCL_GO_SPLIT_GROUPS=auto splits a group whose members are all on one host or each on a
-    host of its own."""
-    from torch_hccl_go._creator import _splits_well
-
-    assert _splits_well(hosts, members) is want
 
 
 @pytest.mark.parametrize("field", ["transport", "socket_ifname", "listen_addr", "streams_per_peer", None])

@@ -31,6 +31,7 @@
 //	272        pgbackend's split agreement (split_agree.go)
 //	512..4095  communicators split from another (pgbackend/split.go)
 //	4096..8191 collectives/hier: the segments of the all_reduce
+//	17..255    collectives/hier: the same, nested in a split's space
 package sub
 
 import (
@@ -140,6 +141,20 @@ func New(parent transport.Endpoint, ranks []int, space int) (*Endpoint, error) {
 		e.views[r] = i
 	}
 	return e, nil
+}
+
+// SpaceLimit is the largest tag space a view of ep may take: MaxSpace on
+// an endpoint that is not a view with a space, MaxNestedSpace on a view
+// with a space, 0 (no space: permutations only) on a nested one.
+func SpaceLimit(ep transport.Endpoint) int {
+	e, ok := ep.(*Endpoint)
+	switch {
+	case !ok || e.base == 0:
+		return MaxSpace
+	case e.nested:
+		return 0
+	}
+	return MaxNestedSpace
 }
 
 // Rank is this rank in the view.

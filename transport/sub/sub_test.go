@@ -247,3 +247,23 @@ func TestPeerErrorRenumbered(t *testing.T) {
 	require.ErrorIs(t, v.Send(ctx, 1, 1, nil), transport.ErrClosed)
 	require.NoError(t, v.Close())
 }
+
+// TestSpaceLimit: the spaces a view of an endpoint may take: any on a
+// plain endpoint or a permutation of one, nested ones on a view with a
+// space, none on a nested view.
+func TestSpaceLimit(t *testing.T) {
+	parents := inproc.NewGroup(2)
+	t.Cleanup(func() { _ = parents[0].Close(); _ = parents[1].Close() })
+	perm, err := sub.New(parents[0], []int{1, 0}, 0)
+	require.NoError(t, err)
+	outer, err := sub.New(parents[0], []int{0, 1}, 600)
+	require.NoError(t, err)
+	inner, err := sub.New(outer, []int{0, 1}, 3)
+	require.NoError(t, err)
+	assert.Equal(t, sub.MaxSpace, sub.SpaceLimit(parents[0]))
+	assert.Equal(t, sub.MaxSpace, sub.SpaceLimit(perm))
+	assert.Equal(t, sub.MaxNestedSpace, sub.SpaceLimit(outer))
+	assert.Equal(t, 0, sub.SpaceLimit(inner))
+	_, err = sub.New(outer, []int{0, 1}, sub.SpaceLimit(outer))
+	require.NoError(t, err, "the limit itself is allowed")
+}
