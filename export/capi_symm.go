@@ -2,6 +2,7 @@ package main
 
 /*
 #include "hccl_go.h"
+#include "symm_spans.h"
 */
 import "C"
 
@@ -34,6 +35,9 @@ type allocEntry struct {
 	comm    uint64
 	windows int
 	freed   bool
+	// owner runs its all_reduces on this allocation in place (nil: not
+	// registered, see register).
+	owner *pgbackend.Communicator
 }
 
 // windowEntry is a window handle: a reference on its allocation.
@@ -111,11 +115,31 @@ func goMemAlloc(h C.hcclGoComm_t, size C.size_t, ptr *unsafe.Pointer) (rc C.hccl
 		return symmResult(err)
 	}
 	base := regionBase(win)
+	a := &allocEntry{w: win, base: uintptr(base), comm: uint64(h)}
+	register(a, c)
 	allocsMu.Lock()
-	allocs[uintptr(base)] = &allocEntry{w: win, base: uintptr(base), comm: uint64(h)}
+	allocs[uintptr(base)] = a
 	allocsMu.Unlock()
 	*ptr = base
 	return C.hcclGoSuccess
+}
+
+// register lets c run all_reduces on a's memory in place, when every rank
+// of c is on this host: C's lane must decline them first (symm_spans.c),
+// so an allocation C cannot note is not registered (its ops take the
+// arena, on every rank alike as long as ranks hold as many allocations).
+func register(a *allocEntry, c *pgbackend.Communicator) {
+	for r := range a.w.Size() {
+		if !a.w.Local(r) {
+			return
+		}
+	}
+	C.hg_symm_min_bytes = C.size_t(pgbackend.SymmetricMinBytes)
+	if C.hg_symm_add(C.uintptr_t(a.base), C.size_t(a.w.Bytes())) == 0 {
+		return
+	}
+	c.RegisterWindow(a.w)
+	a.owner = c
 }
 
 // regionBase is the address of a window's own data region: unique per
@@ -132,6 +156,10 @@ func dropLocked(a *allocEntry) error {
 		return nil
 	}
 	delete(allocs, a.base)
+	if a.owner != nil {
+		a.owner.UnregisterWindow(a.w)
+		C.hg_symm_remove(C.uintptr_t(a.base))
+	}
 	return a.w.Close()
 }
 

@@ -18,6 +18,7 @@
 // failure handling.
 #define _GNU_SOURCE
 #include "lane.h"
+#include "symm_spans.h"
 
 #include <limits.h>
 #include <linux/futex.h>
@@ -739,6 +740,8 @@ int hg_lane_allreduce(const void* send, void* recv, size_t count, int dtype, int
   if (!hg_lane_takes(dtype, op) || !hg_lane_bytes(count, dtype, 1, &n)) return 0;
   if (n > 0 && (send == NULL || recv == NULL)) return 0;
   if (send != recv && hg_overlaps(send, n, recv, n)) return 0;  // partial overlap: Go's error
+  // Symmetric memory from hg_symm_min_bytes: in place, in Go.
+  if (n > 0 && n >= hg_symm_min_bytes && (hg_symm_holds(send) || hg_symm_holds(recv))) return 0;
   struct hg_lane_place* place;
   struct hg_lane* l = hg_lane_enter(comm, &place);
   if (l == NULL) return 0;

@@ -79,6 +79,10 @@ type Communicator struct {
 	// same arena (HCCL_GO_SINGLE_COPY takes the two kinds apart).
 	singleCopyGather [numStreams]*intra.SingleCopy
 
+	// symm are the symmetric allocations whose all_reduces run in place
+	// (symmetric.go).
+	symm symmetricWindows
+
 	mu        sync.Mutex
 	destroyed bool
 
@@ -223,6 +227,8 @@ func (c *Communicator) submitCollective(stream int, op opDesc, body func(ctx con
 	switch {
 	case c.arenaFor(stream, collectives.Options{Algo: op.Algo}) != nil:
 		op.Route = "arena"
+	case op.Algo == algoSymm:
+		op.Route = "symmetric"
 	case op.Algo == collectives.Hier && c.hiers[stream] != nil:
 		op.Route = "hier+arena" // intra-host phases in the arena
 	case op.Algo == algoNUMA && c.numa.on(stream):

@@ -39,8 +39,9 @@ func (c *Communicator) Submit(call Call, err error) (*streams.Work, error) {
 // was made with); the caller then Submits the call.
 func (c *Communicator) RunNow(call Call, err error) (ran bool, _ error) {
 	s := call.stream
+	symmetric := call.desc.Algo == algoSymm
 	if err != nil || s < 0 || s >= len(c.streams) || !c.laneOn() || c.lane.off.Load() != 0 ||
-		c.arenaFor(s, collectives.Options{Algo: call.desc.Algo}) == nil {
+		(c.arenaFor(s, collectives.Options{Algo: call.desc.Algo}) == nil && !symmetric) {
 		return false, nil
 	}
 	seq, held := c.holdIdle(s)
@@ -50,6 +51,9 @@ func (c *Communicator) RunNow(call Call, err error) (ran bool, _ error) {
 	defer c.streams[s].Release()
 	d := call.desc
 	d.Seq, d.Stream, d.Route = seq, s, "arena"
+	if symmetric {
+		d.Route = "symmetric"
+	}
 	start := c.clock.Now()
 	id := c.flight.addRunning(d, start)
 	var ctx opContext

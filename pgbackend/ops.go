@@ -33,6 +33,9 @@ func (c *Communicator) AllReduceCall(send, recv []byte, dt reduce.DType, op redu
 	if partialOverlap(send, recv) {
 		return Call{}, c.invalid("allreduce", "send and recv buffers partially overlap (they must be identical or disjoint)")
 	}
+	if body := c.symmetricAllReduce(stream, send, recv, dt, op); body != nil {
+		return Call{stream, reduction("allreduce", len(send), dt, op, -1).algo(collectives.Options{Algo: algoSymm}), body}, nil
+	}
 	o, comp := c.pickAllReduce(stream, len(send), dt, op, c.options("allreduce", preMul))
 	return Call{stream, reduction("allreduce", len(send), dt, op, -1).algo(o).compressed(comp), func(ctx context.Context, tag transport.Tag) error {
 		if a := c.arenaFor(stream, o); a != nil {

@@ -13,4 +13,7 @@ var (
 	ErrTimeout = errors.New("timed out")
 	// ErrClosed reports an operation on a closed window.
 	ErrClosed = errors.New("window closed")
+	// ErrMismatch reports ranks that entered a collective with different
+	// descriptions of it (collective.go).
+	ErrMismatch = errors.New("ranks disagree on the collective")
 )

@@ -19,13 +19,14 @@ const (
 	hBell    = 64 // uint32 futex word: rung when a signal or barrier arrives
 	hWaiters = 68 // uint32: sleepers on the bell
 	hBarrier = 128
-	hSignals = 192 // signal line of rank r at hSignals + r*lineBytes
+	hChannel = 192                           // line of collective channel c at hChannel + c*lineBytes (collective.go)
+	hSignals = hChannel + Channels*lineBytes // signal line of rank r at hSignals + r*lineBytes
 
 	lineBytes = 64
 	pageBytes = 4096
 
 	segMagic   = 0x6d6d79732d67686b // "khg-symm"
-	segVersion = 1
+	segVersion = 2
 )
 
 // dataOffset is where the data region starts in a segment of a window of

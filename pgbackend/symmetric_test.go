@@ -1,0 +1,69 @@
+package pgbackend
+
+import (
+	"context"
+	"encoding/binary"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hccl-go/hccl-go/collectives/reduce"
+	"github.com/hccl-go/hccl-go/transport/symm"
+)
+
+// TestSymmetricAllReduce: an all_reduce on buffers of a registered
+// symmetric window, from SymmetricMinBytes, runs in place (route
+// "symmetric"), smaller ones and unregistered windows in the arena; the
+// results are the sums either way.
+func TestSymmetricAllReduce(t *testing.T) {
+	cs := connectAll(t, []string{"h", "h"}, testConfig())
+	const bytes = 2 * SymmetricMinBytes
+	ws := make([]*symm.Window, len(cs))
+	dir := t.TempDir()
+	eachRank(cs, func(c *Communicator) {
+		exchange := func(ctx context.Context, send, recv []byte) error {
+			w, err := c.AllGather(send, recv, StreamDefault)
+			if err != nil {
+				return err
+			}
+			return w.Wait(ctx, 10*time.Second)
+		}
+		w, err := symm.Alloc(context.Background(), symm.Spec{Rank: c.Rank(), Size: c.Size(), Bytes: bytes, HostID: "h", Dir: dir, Timeout: 10 * time.Second}, exchange)
+		require.NoError(t, err)
+		ws[c.Rank()] = w
+	})
+	t.Cleanup(func() {
+		for _, w := range ws {
+			_ = w.Close()
+		}
+	})
+	run := func(n int, want string) {
+		eachRank(cs, func(c *Communicator) {
+			region, err := ws[c.Rank()].Region(c.Rank())
+			require.NoError(t, err)
+			buf := region[4 : 4+n]
+			for i := 0; i < n; i += 4 {
+				binary.NativeEndian.PutUint32(buf[i:], math.Float32bits(float32(c.Rank()+1)))
+			}
+			w, err := c.AllReduce(buf, buf, reduce.Float32, reduce.Sum, 0, StreamDefault)
+			wait(t, w, err)
+			for i := 0; i < n; i += 4 {
+				require.Equal(t, float32(3), math.Float32frombits(binary.NativeEndian.Uint32(buf[i:])), "rank %d element %d", c.Rank(), i/4)
+			}
+			assert.Equal(t, want, lastRoute(t, c), "%d bytes on rank %d", n, c.Rank())
+		})
+	}
+	run(SymmetricMinBytes, "arena") // not registered yet
+	for r, c := range cs {
+		c.RegisterWindow(ws[r])
+	}
+	run(SymmetricMinBytes, "symmetric")
+	run(SymmetricMinBytes-4, "arena")
+	for r, c := range cs {
+		c.UnregisterWindow(ws[r])
+	}
+	run(SymmetricMinBytes, "arena")
+}

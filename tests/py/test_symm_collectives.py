@@ -1,0 +1,125 @@
+"""All_reduce on symmetric tensors (torch_hccl_go.symm.empty) of 256 KiB or more reads every
+rank's input where it lies and writes every rank's output (route "symmetric" in the flight
+recorder), smaller ones take the arena: results equal a rank-order reference bit for bit on
+every rank, for dtypes and ops, sizes 0, 1 and counts the ranks do not divide, whole tensors
+and views at the same offset, blocking and async; PREMUL_SUM takes the arena, and views at
+different offsets fail every rank alike."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+from harness import run_ranks
+
+pytestmark = pytest.mark.skipif(
+    os.environ.get("HCCL_GO_TEST_BACKEND", "hccl_go") != "hccl_go", reason="symmetric memory is hccl_go's"
+)
+
+SIZES = (0, 1, 7, 1031, 300007)
+
+
+# pgbackend.SymmetricMinBytes: smaller all_reduces take the arena.
+MIN_BYTES = 256 << 10
+
+
+def _routes(path: str) -> list[tuple[str, int, str]]:
+    with open(path) as f:
+        return [(op["op"], op["bytes"], op["route"]) for op in json.load(f)["ops"]]
+
+
+def _job_allreduce(ctx):
+    import torch
+    import torch.distributed as dist
+    import torch_hccl_go
+    import torch_hccl_go.symm as symm
+
+    r, p = ctx.rank, ctx.world_size
+    cases = [
+        (torch.float32, dist.ReduceOp.SUM),
+        (torch.float32, dist.ReduceOp.AVG),
+        (torch.bfloat16, dist.ReduceOp.MAX),
+        (torch.float64, dist.ReduceOp.MIN),
+        (torch.int32, dist.ReduceOp.PRODUCT),
+        (torch.int64, dist.ReduceOp.BXOR),
+        (torch.uint8, dist.ReduceOp.SUM),
+    ]
+    checked = 0
+    for dtype, op in cases:
+        big = symm.empty(max(SIZES) + 16, dtype=dtype)
+        for n in SIZES:
+            every = []
+            for q in range(p):
+                g = torch.Generator().manual_seed(1000 * n + q)
+                x = torch.randint(-3, 4, (n,), generator=g)
+                if op == dist.ReduceOp.PRODUCT:
+                    x = 2 ** torch.randint(0, 2, (n,), generator=g)
+                every.append(
+                    x.to(dtype) if dtype != torch.uint8 else torch.randint(0, 256, (n,), generator=g).to(dtype)
+                )
+            want = every[0].clone()
+            for x in every[1:]:
+                if op in (dist.ReduceOp.SUM, dist.ReduceOp.AVG):
+                    want = want + x
+                elif op == dist.ReduceOp.MAX:
+                    want = torch.maximum(want, x)
+                elif op == dist.ReduceOp.MIN:
+                    want = torch.minimum(want, x)
+                elif op == dist.ReduceOp.PRODUCT:
+                    want = want * x
+                else:
+                    want = want ^ x
+            if op == dist.ReduceOp.AVG:
+                want = want / p
+            for at, async_op in ((0, False), (5, True)):  # the whole head, then a view at offset 5
+                t = big[at : at + n]
+                t.copy_(every[r])
+                w = dist.all_reduce(t, op=op, async_op=async_op)
+                if async_op:
+                    w.wait()
+                assert torch.equal(t, want), f"{dtype} {op} n={n} at {at}: {t[:6]} want {want[:6]}"
+                checked += 1
+        del big
+    path = torch_hccl_go.dump_trace(None, os.path.join(ctx.store_dir, f"trace{r}.json"))
+    routes = [(nbytes, route) for kind, nbytes, route in _routes(path) if kind == "allreduce" and nbytes > 0]
+    for nbytes, route in routes:
+        want = "symmetric" if nbytes >= MIN_BYTES else "arena"
+        assert route == want, f"an all_reduce of {nbytes} bytes took {route}: {routes}"
+    symmetric = sum(route == "symmetric" for _, route in routes)
+    assert symmetric == 2 * len(cases), f"routes {routes}"
+
+    # PREMUL_SUM is not in place: the arena runs it, on every rank alike.
+    t = symm.empty(MIN_BYTES, dtype=torch.float32)
+    t.fill_(float(r + 1))
+    dist.all_reduce(t, op=dist._make_nccl_premul_sum(0.5))
+    assert torch.equal(t, torch.full_like(t, 0.5 * p * (p + 1) / 2)), t[:4]
+    path = torch_hccl_go.dump_trace(None, os.path.join(ctx.store_dir, f"trace{r}b.json"))
+    assert _routes(path)[-1][::2] == ("allreduce", "arena"), _routes(path)[-3:]
+    return {"checked": checked, "symmetric": symmetric}
+
+
+def test_symm_allreduce_world2():
+    print(run_ranks(_job_allreduce, 2, timeout=300))
+
+
+def test_symm_allreduce_world3():
+    print(run_ranks(_job_allreduce, 3, timeout=300))
+
+
+def _job_mismatch(ctx):
+    """Views at different offsets: every rank fails at once, naming the disagreement."""
+    import torch
+    import torch.distributed as dist
+    import torch_hccl_go.symm as symm
+
+    n = MIN_BYTES // 4
+    t = symm.empty(2 * n, dtype=torch.float32)
+    view = t[ctx.rank : ctx.rank + n]
+    with pytest.raises(RuntimeError, match="disagree"):
+        dist.all_reduce(view)
+    return "ok"
+
+
+def test_symm_allreduce_mismatch():
+    assert run_ranks(_job_mismatch, 2, timeout=120) == ["ok"] * 2

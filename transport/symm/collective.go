@@ -1,0 +1,114 @@
+package symm
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// Collective channels: the collectives that read symmetric memory in place
+// (collectives/inplace) order their phases with barriers of their own, one
+// counter per channel, apart from Barrier's, which the application calls in
+// an order of its own. A communicator gives each of its streams a channel:
+// the ops of one stream run in the same order on every rank, those of
+// different streams need not.
+//
+// Enter publishes a description of the op (its sequence number, offsets,
+// size) in this rank's line, then counts; once every local rank has
+// counted, it compares their descriptions. A peer cannot overwrite its
+// description before this rank has read it: it would first have to pass
+// the Leave that follows, which waits for this rank.
+
+// Channels is the number of collective channels of a window.
+const Channels = 4
+
+// DescWords is the length of a collective's description.
+const DescWords = 5
+
+// Enter is the entry barrier of a collective on channel ch: it returns once
+// every rank of the window has entered, with ErrMismatch when one of them
+// described its collective differently. Every rank must be on this host;
+// timeout <= 0 is the window's timeout.
+func (w *Window) Enter(ctx context.Context, ch int, desc [DescWords]uint64, timeout time.Duration) error {
+	line, err := w.channel("enter", ch)
+	if err != nil {
+		return err
+	}
+	w.life.RLock()
+	defer w.life.RUnlock()
+	if w.closed {
+		return fmt.Errorf("symm enter: %w", ErrClosed)
+	}
+	own := w.segs[w.rank].mem
+	for i, v := range desc {
+		word64(own, line+8+8*i).Store(v)
+	}
+	n, err := w.arrive(ctx, "enter", line, timeout)
+	if err != nil {
+		return err
+	}
+	for r, s := range w.segs {
+		if r == w.rank {
+			continue
+		}
+		var theirs [DescWords]uint64
+		for i := range theirs {
+			theirs[i] = word64(s.mem, line+8+8*i).Load()
+		}
+		if theirs != desc {
+			return fmt.Errorf("rank %d in collective %d of channel %d: %w: rank %d describes it as %v, this rank as %v", w.rank, n, ch, ErrMismatch, r, theirs, desc)
+		}
+	}
+	return nil
+}
+
+// Leave is the exit barrier of the collective that Enter began on ch.
+func (w *Window) Leave(ctx context.Context, ch int, timeout time.Duration) error {
+	line, err := w.channel("leave", ch)
+	if err != nil {
+		return err
+	}
+	w.life.RLock()
+	defer w.life.RUnlock()
+	if w.closed {
+		return fmt.Errorf("symm leave: %w", ErrClosed)
+	}
+	_, err = w.arrive(ctx, "leave", line, timeout)
+	return err
+}
+
+// channel checks ch and that every rank is local, and returns the offset
+// of ch's line.
+func (w *Window) channel(op string, ch int) (int, error) {
+	if ch < 0 || ch >= Channels {
+		return 0, fmt.Errorf("symm %s: %w: channel %d out of range [0, %d)", op, ErrInvalid, ch, Channels)
+	}
+	for r := range w.size {
+		if err := w.checkPeer(op, r); err != nil {
+			return 0, err
+		}
+	}
+	return hChannel + ch*lineBytes, nil
+}
+
+// arrive counts this rank at the line's barrier and waits for every peer
+// to count as far; it returns this rank's count. The caller holds w.life
+// for reading.
+func (w *Window) arrive(ctx context.Context, op string, line int, timeout time.Duration) (uint64, error) {
+	n := word64(w.segs[w.rank].mem, line).Add(1)
+	for r, s := range w.segs {
+		if r != w.rank {
+			ring(s.mem)
+		}
+	}
+	for r, s := range w.segs {
+		if r == w.rank {
+			continue
+		}
+		count := word64(s.mem, line)
+		if err := w.wait(ctx, op, timeout, []int{r}, func() bool { return count.Load() >= n }); err != nil {
+			return 0, fmt.Errorf("rank %d at barrier %d of its collectives waited for rank %d: %w", w.rank, n, r, err)
+		}
+	}
+	return n, nil
+}
