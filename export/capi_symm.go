@@ -135,6 +135,7 @@ func register(a *allocEntry, c *pgbackend.Communicator) {
 		}
 	}
 	C.hg_symm_min_bytes = C.size_t(pgbackend.SymmetricMinBytes)
+	C.hg_symm_gather_min_bytes = C.size_t(pgbackend.SymmetricGatherMinBytes)
 	if C.hg_symm_add(C.uintptr_t(a.base), C.size_t(a.w.Bytes())) == 0 {
 		return
 	}

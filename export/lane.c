@@ -740,8 +740,7 @@ int hg_lane_allreduce(const void* send, void* recv, size_t count, int dtype, int
   if (!hg_lane_takes(dtype, op) || !hg_lane_bytes(count, dtype, 1, &n)) return 0;
   if (n > 0 && (send == NULL || recv == NULL)) return 0;
   if (send != recv && hg_overlaps(send, n, recv, n)) return 0;  // partial overlap: Go's error
-  // Symmetric memory from hg_symm_min_bytes: in place, in Go.
-  if (n > 0 && n >= hg_symm_min_bytes && (hg_symm_holds(send) || hg_symm_holds(recv))) return 0;
+  if (hg_symm_declines(send, n, hg_symm_min_bytes) || hg_symm_declines(recv, n, hg_symm_min_bytes)) return 0;
   struct hg_lane_place* place;
   struct hg_lane* l = hg_lane_enter(comm, &place);
   if (l == NULL) return 0;
@@ -819,7 +818,8 @@ int hg_lane_broadcast(const void* send, void* recv, size_t count, int dtype, int
   struct hg_lane* l = hg_lane_enter(comm, &place);
   if (l == NULL) return 0;
   int ran = 0;
-  if (hg_rooted_args(l, root, n, recv, send) && hg_lane_op_takes(l, HG_OP_BROADCAST, n, stream)) {
+  if (hg_rooted_args(l, root, n, recv, send) && !hg_symm_declines(recv, n, hg_symm_min_bytes) &&
+      hg_lane_op_takes(l, HG_OP_BROADCAST, n, stream)) {
     ran = hg_lane_move(l, HG_OP_BROADCAST, send, recv, n, root, stream, result);
   }
   hg_lane_leave(place);
@@ -839,7 +839,7 @@ int hg_lane_allgather(const void* send, void* recv, size_t count, int dtype, uin
   int valid = m == 0 || (send != NULL && recv != NULL &&
                          ((const unsigned char*)send == (const unsigned char*)recv + (size_t)l->index * m ||
                           !hg_overlaps(send, m, recv, (size_t)l->size * m)));
-  if (valid && hg_lane_op_takes(l, HG_OP_ALLGATHER, m, stream)) {
+  if (valid && !hg_symm_declines(recv, (size_t)l->size * m, hg_symm_gather_min_bytes) && hg_lane_op_takes(l, HG_OP_ALLGATHER, m, stream)) {
     ran = hg_lane_move(l, HG_OP_ALLGATHER, send, recv, m, -1, stream, result);
   }
   hg_lane_leave(place);

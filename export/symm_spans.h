@@ -19,8 +19,16 @@ void hg_symm_remove(uintptr_t base);
 // hg_symm_holds says whether p lies in a noted span.
 int hg_symm_holds(const void* p);
 
-// hg_symm_min_bytes is the smallest all_reduce that runs in place
-// (pgbackend.SymmetricMinBytes, set by Go before it notes a span).
-extern size_t hg_symm_min_bytes;
+// The smallest ops that run in place: all_gathers (their output) from
+// hg_symm_gather_min_bytes, others from hg_symm_min_bytes
+// (pgbackend.SymmetricGatherMinBytes and SymmetricMinBytes, set by Go
+// before it notes a span).
+extern size_t hg_symm_min_bytes, hg_symm_gather_min_bytes;
+
+// hg_symm_declines says whether the lane leaves an op on buf, of n bytes,
+// to Go, which runs it in place when n is at least min.
+static inline int hg_symm_declines(const void* buf, size_t n, size_t min) {
+  return n > 0 && n >= min && hg_symm_holds(buf);
+}
 
 #endif

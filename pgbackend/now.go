@@ -30,8 +30,8 @@ func (c *Communicator) Submit(call Call, err error) (*streams.Work, error) {
 // RunNow runs call to completion right here, for a caller that would wait
 // for it at once, when it may: the same conditions as the all_reduce fast
 // lane (lane.go: the settings allow it, the communicator has not failed)
-// and the op runs in the arena of all the communicator's ranks, on a
-// stream that is idle. It holds the stream, takes the next sequence
+// and the op runs in the arena of all the communicator's ranks, or in
+// place on symmetric memory (symmetric.go), on a stream that is idle. It holds the stream, takes the next sequence
 // number, records itself as running, runs the op's body and concludes it
 // as the queued path does (same tag, deadline, errors, flight record and
 // traffic count), with no Work and no hand-over to a scheduler thread.

@@ -58,6 +58,9 @@ func (c *Communicator) BroadcastCall(send, recv []byte, root, stream int) (Call,
 	if c.rank == root && len(send) != len(recv) {
 		return Call{}, c.invalid("broadcast", "send has %d bytes, recv %d", len(send), len(recv))
 	}
+	if body := c.symmetricBroadcast(stream, send, recv, root); body != nil {
+		return Call{stream, movement("broadcast", len(recv), root).algo(collectives.Options{Algo: algoSymm}), body}, nil
+	}
 	o := c.pick(stream, topo.OpBroadcast, len(recv), c.options("broadcast", 0), broadcastAlgos)
 	return Call{stream, movement("broadcast", len(recv), root).algo(o), func(ctx context.Context, tag transport.Tag) error {
 		if a := c.arenaFor(stream, o); a != nil {
@@ -110,6 +113,9 @@ func (c *Communicator) AllGather(send, recv []byte, stream int) (*streams.Work, 
 func (c *Communicator) AllGatherCall(send, recv []byte, stream int) (Call, error) {
 	if len(recv) != c.size*len(send) {
 		return Call{}, c.invalid("allgather", "recv has %d bytes, want %d ranks x %d", len(recv), c.size, len(send))
+	}
+	if body := c.symmetricAllGather(stream, send, recv); body != nil {
+		return Call{stream, movement("allgather", len(recv), -1).algo(collectives.Options{Algo: algoSymm}), body}, nil
 	}
 	o := c.pick(stream, topo.OpAllGather, len(recv), c.options("allgather", 0), movementAlgos)
 	return Call{stream, movement("allgather", len(recv), -1).algo(o), func(ctx context.Context, tag transport.Tag) error {

@@ -17,10 +17,11 @@ import (
 // TestSymmetricAllReduce: an all_reduce on buffers of a registered
 // symmetric window, from SymmetricMinBytes, runs in place (route
 // "symmetric"), smaller ones and unregistered windows in the arena; the
-// results are the sums either way.
+// results are the sums either way. Broadcast and all_gather into a
+// symmetric recv run in place too.
 func TestSymmetricAllReduce(t *testing.T) {
 	cs := connectAll(t, []string{"h", "h"}, testConfig())
-	const bytes = 2 * SymmetricMinBytes
+	const bytes = 2 * SymmetricGatherMinBytes
 	ws := make([]*symm.Window, len(cs))
 	dir := t.TempDir()
 	eachRank(cs, func(c *Communicator) {
@@ -62,6 +63,43 @@ func TestSymmetricAllReduce(t *testing.T) {
 	}
 	run(SymmetricMinBytes, "symmetric")
 	run(SymmetricMinBytes-4, "arena")
+
+	// Broadcast from an ordinary send on the root, and all_gather in place
+	// and from an ordinary send, into symmetric recvs.
+	const n = SymmetricGatherMinBytes / 2
+	eachRank(cs, func(c *Communicator) {
+		region, err := ws[c.Rank()].Region(c.Rank())
+		require.NoError(t, err)
+		recv := region[8 : 8+2*n]
+		src := make([]byte, len(recv))
+		for i := range src {
+			src[i] = byte(i * 7)
+		}
+		w, err := c.Broadcast(src, recv, 1, StreamDefault)
+		wait(t, w, err)
+		require.Equal(t, src, recv, "rank %d", c.Rank())
+		assert.Equal(t, "symmetric", lastRoute(t, c))
+
+		for _, inPlace := range []bool{true, false} {
+			send := make([]byte, n)
+			for i := range send {
+				send[i] = byte(c.Rank() + i)
+			}
+			if inPlace {
+				own := recv[c.Rank()*n : (c.Rank()+1)*n]
+				copy(own, send)
+				send = own
+			}
+			w, err := c.AllGather(send, recv, StreamDefault)
+			wait(t, w, err)
+			for q := range 2 {
+				for i := 0; i < n; i += 997 {
+					require.Equal(t, byte(q+i), recv[q*n+i], "rank %d block %d byte %d", c.Rank(), q, i)
+				}
+			}
+			assert.Equal(t, "symmetric", lastRoute(t, c))
+		}
+	})
 	for r, c := range cs {
 		c.UnregisterWindow(ws[r])
 	}

@@ -2,7 +2,8 @@
 // buffers that every rank of a communicator allocated at the same offset of
 // one symmetric allocation, which every rank maps. A rank reads its peers'
 // inputs where they lie and writes results straight into their outputs, so
-// no byte goes through a staging buffer.
+// no byte goes through a staging buffer. All_reduce is here, broadcast and
+// all_gather in movement.go.
 //
 // All_reduce, for p ranks and n bytes: each rank owns a piece of n/p bytes,
 // reads it from every rank's input and writes the reduced piece into every
@@ -18,7 +19,6 @@ package inplace
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -68,18 +68,10 @@ func AllReduce(ctx context.Context, w *symm.Window, ch int, seq uint64, sendOff,
 		in[r], out[r] = region[sendOff:sendOff+n], region[recvOff:recvOff+n]
 	}
 	desc := [symm.DescWords]uint64{seq, opAllReduce | uint64(dt)<<8 | uint64(op)<<16, uint64(sendOff), uint64(recvOff), uint64(n)}
-	if err := w.Enter(ctx, ch, desc, timeout); err != nil {
-		if errors.Is(err, symm.ErrMismatch) {
-			return fmt.Errorf("in-place allreduce rank %d: %w (descriptions: sequence number, op, send offset, recv offset, bytes; every rank must pass symmetric buffers at the same offsets)", me, err)
-		}
-		return fmt.Errorf("in-place allreduce rank %d: %w", me, err)
-	}
-	lo, hi := piece(n/es, p, me)
-	foldPiece(dt, op, in, out, lo*es, hi*es, es, sendOff == recvOff)
-	if err := w.Leave(ctx, ch, timeout); err != nil {
-		return fmt.Errorf("in-place allreduce rank %d: %w", me, err)
-	}
-	return nil
+	return run(ctx, w, ch, desc, timeout, "allreduce", func() {
+		lo, hi := piece(n/es, p, me)
+		foldPiece(dt, op, in, out, lo*es, hi*es, es, sendOff == recvOff)
+	})
 }
 
 // piece is rank r's elements [lo, hi) of count split among p ranks, the

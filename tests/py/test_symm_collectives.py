@@ -20,8 +20,9 @@ pytestmark = pytest.mark.skipif(
 SIZES = (0, 1, 7, 1031, 300007)
 
 
-# pgbackend.SymmetricMinBytes: smaller all_reduces take the arena.
+# pgbackend.SymmetricMinBytes and SymmetricGatherMinBytes: smaller ops take the arena.
 MIN_BYTES = 256 << 10
+GATHER_MIN_BYTES = 1 << 20
 
 
 def _routes(path: str) -> list[tuple[str, int, str]]:
@@ -123,3 +124,43 @@ def _job_mismatch(ctx):
 
 def test_symm_allreduce_mismatch():
     assert run_ranks(_job_mismatch, 2, timeout=120) == ["ok"] * 2
+
+
+def _job_movement(ctx):
+    """Broadcast into symmetric tensors of 256 KiB or more, and all_gather_into_tensor into
+    symmetric outputs of 1 MiB or more, run in place, from any root and from an ordinary input
+    tensor; smaller ones run in the arena."""
+    import torch
+    import torch.distributed as dist
+    import torch_hccl_go
+    import torch_hccl_go.symm as symm
+
+    r, p = ctx.rank, ctx.world_size
+    for n in (7, MIN_BYTES // 4 + 3, GATHER_MIN_BYTES // 4 // p + 5):
+        t = symm.empty(n, dtype=torch.float32)
+        for root in range(p):
+            t.fill_(float(r))
+            dist.broadcast(t, src=root)
+            assert bool((t == float(root)).all()), f"broadcast n={n} root {root}: {t[:4]}"
+        out = symm.empty(p * n, dtype=torch.float32)
+        mine = torch.full((n,), float(r + 10))
+        dist.all_gather_into_tensor(out, mine)
+        want = torch.cat([torch.full((n,), float(q + 10)) for q in range(p)])
+        assert torch.equal(out, want), f"all_gather n={n}"
+        own = out[r * n : (r + 1) * n]
+        own.fill_(float(r + 20))
+        dist.all_gather_into_tensor(out, own)  # in place: the input is this rank's block
+        assert torch.equal(out, want + 10), f"all_gather in place n={n}"
+        path = torch_hccl_go.dump_trace(None, os.path.join(ctx.store_dir, f"trace{r}-{n}.json"))
+        ours = {("broadcast", 4 * n), ("allgather", 4 * p * n)}
+        routes = [(kind, nbytes, route) for kind, nbytes, route in _routes(path) if (kind, nbytes) in ours]
+        assert len(routes) == p + 2, routes
+        for kind, nbytes, route in routes:
+            least = GATHER_MIN_BYTES if kind == "allgather" else MIN_BYTES
+            want_route = "symmetric" if nbytes >= least else "arena"
+            assert route == want_route, f"{kind} of {nbytes} bytes took {route}"
+    return "ok"
+
+
+def test_symm_broadcast_allgather_world3():
+    assert run_ranks(_job_movement, 3, timeout=300) == ["ok"] * 3

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/hccl-go/hccl-go/transport/internal/futex"
 )
 
 // Collective channels: the collectives that read symmetric memory in place
@@ -106,9 +108,32 @@ func (w *Window) arrive(ctx context.Context, op string, line int, timeout time.D
 			continue
 		}
 		count := word64(s.mem, line)
-		if err := w.wait(ctx, op, timeout, []int{r}, func() bool { return count.Load() >= n }); err != nil {
+		done := func() bool { return count.Load() >= n }
+		poll(done)
+		if err := w.wait(ctx, op, timeout, []int{r}, done); err != nil {
 			return 0, fmt.Errorf("rank %d at barrier %d of its collectives waited for rank %d: %w", w.rank, n, r, err)
 		}
 	}
 	return n, nil
+}
+
+// collectiveSpin is how long a collective barrier polls, yielding the
+// processor between polls, before it sleeps on the bell: a peer of a
+// collective is usually a few microseconds to a millisecond behind (still
+// copying its piece), and a futex sleep and wake-up costs tens of
+// microseconds, as much as a whole in-place op of a few hundred KiB.
+const collectiveSpin = time.Millisecond
+
+// poll polls done for up to collectiveSpin.
+func poll(done func() bool) {
+	var y futex.Yielder
+	start := time.Now()
+	for !done() && time.Since(start) < collectiveSpin {
+		for range 64 {
+			if done() {
+				return
+			}
+		}
+		y.Yield()
+	}
 }
