@@ -11,7 +11,12 @@
     h.wait_signal(0)                             # (on rank 1) wait for rank 0's signal
 
 `empty` returns an ordinary CPU tensor whose storage is a shared-memory segment that
-the group's ranks on this host map (all ranks of a host, not a copy). Only ranks of
+the group's ranks on this host map (all ranks of a host, not a copy). Collectives on such
+tensors read the peers' memory in place: all_reduce and broadcast from 256 KiB,
+all_gather_into_tensor from 1 MiB of output. `allocating()` makes torch allocate large
+tensors that way, and `DistributedDataParallel` uses it for DDP's gradient buckets:
+
+    model = symm.DistributedDataParallel(model)   # buckets in symmetric memory Only ranks of
 one host share memory so far: any call naming a rank on another host raises
 NotImplementedError naming it (put/get over TCP are not implemented yet). See
 docs/symm.md for the lifetime, ordering and fork rules.
@@ -19,18 +24,19 @@ docs/symm.md for the lifetime, ordering and fork rules.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import functools
 import math
 import threading
 import weakref
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from datetime import timedelta
 
 import torch
 import torch.distributed as dist
 
-__all__ = ["SymmetricMemoryHandle", "empty", "rendezvous"]
+__all__ = ["DistributedDataParallel", "SymmetricMemoryHandle", "allocating", "empty", "rendezvous"]
 
 # hcclGoDataType_t values (include/hccl_go.h).
 _DTYPES = {
@@ -296,3 +302,52 @@ class SymmetricMemoryHandle:
         )
         if out is not dst:
             dst.copy_(out)
+
+
+# The smallest tensor allocating() serves from symmetric memory (pgbackend.SymmetricMinBytes:
+# smaller collectives run in the arena anyway).
+ALLOCATING_MIN_BYTES = 256 << 10
+
+
+@contextlib.contextmanager
+def allocating(group=None, min_bytes: int = ALLOCATING_MIN_BYTES) -> Iterator[None]:
+    """Within the block, torch allocates this thread's CPU tensors of `min_bytes` or more in
+    symmetric memory of `group` (default: the world), so that their collectives on that group
+    run in place. Each such allocation is collective: every rank of the group must run the
+    same allocations in the same order inside the block (deterministic set-up code, such as
+    wrapping a model in DDP); a rank that allocates differently makes the others wait until
+    the group's timeout. The memory is freed when the tensor is."""
+    from . import _C
+    from .comm import get_backend
+
+    if not isinstance(min_bytes, int) or min_bytes < 1:
+        raise ValueError(f"min_bytes must be a positive int, got {min_bytes!r}")
+    _C.symm_allocator_push(get_backend(group).comm_handle, min_bytes)
+    try:
+        yield
+    finally:
+        _C.symm_allocator_pop()
+
+
+class DistributedDataParallel(torch.nn.parallel.DistributedDataParallel):
+    """torch's DistributedDataParallel with its gradient buckets in symmetric memory of its
+    process group, so that the buckets' all_reduces run in place. Gradients are views of the
+    buckets (gradient_as_bucket_view=True, no copy in or out). DDP allocates its buckets when
+    it is built and rebuilds them once, at the first forward after the first backward: both
+    run under allocating(), on every rank alike. Other arguments are DDP's."""
+
+    def __init__(self, module: torch.nn.Module, *args, process_group=None, **kwargs) -> None:
+        kwargs.setdefault("gradient_as_bucket_view", True)
+        with allocating(process_group):
+            super().__init__(module, *args, process_group=process_group, **kwargs)
+        self._symm_group = process_group
+        self._symm_rebuilt = False
+
+    def forward(self, *inputs, **kwargs):
+        if not self._symm_rebuilt and torch.is_grad_enabled():
+            # DDP's own forward rebuilds here after the first backward; doing it first, under
+            # the allocator, leaves it nothing to do.
+            with allocating(self._symm_group):
+                if self.reducer._rebuild_buckets():
+                    self._symm_rebuilt = self._has_rebuilt_buckets = True
+        return super().forward(*inputs, **kwargs)

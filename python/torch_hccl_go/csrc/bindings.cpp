@@ -6,6 +6,7 @@
 #include "backend.hpp"
 #include "completion_queue.hpp"
 #include "errors.hpp"
+#include "symm_alloc.hpp"
 
 namespace py = pybind11;
 
@@ -129,5 +130,10 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("all_reduce_", &hccl_go::allReduceDirectPy, py::arg("tensor"), py::arg("op"), py::arg("group"),
         "torch_hccl_go.all_reduce in eager mode: an in-place, blocking all_reduce on the group's communicator "
         "(the GIL is released while it runs).");
+  m.def("symm_allocator_push", &hccl_go::pushSymmetricAllocator, py::arg("comm"), py::arg("min_bytes"),
+        "Installs torch's CPU allocator that serves this thread's allocations of min_bytes or more from "
+        "symmetric memory of comm (hcclGoMemAlloc), until symm_allocator_pop.");
+  m.def("symm_allocator_pop", &hccl_go::popSymmetricAllocator,
+        "Restores the CPU allocator symm_allocator_push replaced.");
   m.attr("HEADER_VERSION") = HCCL_GO_VERSION_CODE;
 }

@@ -14,5 +14,6 @@
 #include "monitored_barrier.cpp"
 #include "p2p.cpp"
 #include "sparse_allreduce.cpp"
+#include "symm_alloc.cpp"
 #include "tensors.cpp"
 #include "work.cpp"
