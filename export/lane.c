@@ -18,7 +18,6 @@
 // failure handling.
 #define _GNU_SOURCE
 #include "lane.h"
-#include "symm_spans.h"
 
 #include <limits.h>
 #include <linux/futex.h>
@@ -33,6 +32,7 @@
 #include "_cgo_export.h"
 #include "kernels.h"
 #include "kernels_dup.h"
+#include "symm_spans.h"
 
 // ---- the table of lanes ---------------------------------------------------
 
@@ -839,7 +839,8 @@ int hg_lane_allgather(const void* send, void* recv, size_t count, int dtype, uin
   int valid = m == 0 || (send != NULL && recv != NULL &&
                          ((const unsigned char*)send == (const unsigned char*)recv + (size_t)l->index * m ||
                           !hg_overlaps(send, m, recv, (size_t)l->size * m)));
-  if (valid && !hg_symm_declines(recv, (size_t)l->size * m, hg_symm_gather_min_bytes) && hg_lane_op_takes(l, HG_OP_ALLGATHER, m, stream)) {
+  if (valid && !hg_symm_declines(recv, (size_t)l->size * m, hg_symm_gather_min_bytes) &&
+      hg_lane_op_takes(l, HG_OP_ALLGATHER, m, stream)) {
     ran = hg_lane_move(l, HG_OP_ALLGATHER, send, recv, m, -1, stream, result);
   }
   hg_lane_leave(place);

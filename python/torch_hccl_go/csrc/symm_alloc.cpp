@@ -6,6 +6,8 @@
 // rank must allocate the same sizes in the same order while it is
 // installed, which holds for deterministic set-up code (a model's DDP
 // wrapper) and is why only the installing thread's allocations count.
+#include "symm_alloc.hpp"
+
 #include <c10/core/CPUAllocator.h>
 
 #include <cstring>
@@ -14,7 +16,6 @@
 
 #include "errors.hpp"
 #include "gil.hpp"
-#include "symm_alloc.hpp"
 
 namespace hccl_go {
 namespace {
