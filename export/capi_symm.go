@@ -38,6 +38,9 @@ type allocEntry struct {
 	// owner runs its all_reduces on this allocation in place (nil: not
 	// registered, see register).
 	owner *pgbackend.Communicator
+	// c serves the allocation to ranks of other hosts through remote.
+	c      *pgbackend.Communicator
+	remote symm.Remote
 }
 
 // windowEntry is a window handle: a reference on its allocation.
@@ -107,15 +110,17 @@ func goMemAlloc(h C.hcclGoComm_t, size C.size_t, ptr *unsafe.Pointer) (rc C.hccl
 		}
 		return w.Wait(ctx, timeout)
 	}
+	remote := c.SymmRemote()
 	win, err := symm.Alloc(context.Background(), symm.Spec{
-		Rank: c.Rank(), Size: c.Size(), Bytes: int(size), HostID: host, Timeout: timeout,
+		Rank: c.Rank(), Size: c.Size(), Bytes: int(size), HostID: host, Timeout: timeout, Remote: remote,
 	}, exchange)
 	if err != nil {
 		_ = fail(e, fmt.Errorf("hcclGoMemAlloc: %w", err))
 		return symmResult(err)
 	}
 	base := regionBase(win)
-	a := &allocEntry{w: win, base: uintptr(base), comm: uint64(h)}
+	a := &allocEntry{w: win, base: uintptr(base), comm: uint64(h), c: c, remote: remote}
+	c.ServeSymm(remote, win)
 	register(a, c)
 	allocsMu.Lock()
 	allocs[uintptr(base)] = a
@@ -157,6 +162,7 @@ func dropLocked(a *allocEntry) error {
 		return nil
 	}
 	delete(allocs, a.base)
+	a.c.StopSymm(a.remote)
 	if a.owner != nil {
 		a.owner.UnregisterWindow(a.w)
 		C.hg_symm_remove(C.uintptr_t(a.base))

@@ -309,9 +309,14 @@ hcclGoResult_t hcclGoCommStats(hcclGoComm_t comm, char* buf, size_t len);
  * hcclGoWindowBarrier). Every rank's region is a segment of its own in
  * /dev/shm, unlinked as soon as every rank of its host has mapped it, so
  * nothing is left there after exit or a crash. Only ranks of one host share
- * memory so far: a call that names a rank on another host fails with
- * hcclGoNotSupported and a message naming it and its host (one-sided
- * transfers over TCP are not implemented yet). Allocations and windows
+ * memory: hcclGoWindowPeerPtr naming a rank on another host fails with
+ * hcclGoNotSupported and a message naming it and its host, while hcclGoPut,
+ * hcclGoGet, hcclGoSignal, hcclGoWaitSignal and hcclGoWindowBarrier reach
+ * ranks of other hosts over the communicator's links (a server thread of
+ * the target carries them out; its application takes no part). Collectives
+ * on buffers of an allocation, on the communicator that made it, read the
+ * peers' memory in place (all_reduce and broadcast from 256 KiB, all_gather
+ * from 1 MiB of output) when every rank is on this host. Allocations and windows
  * outlive their communicator: the mapping is released when hcclGoMemFree
  * and hcclGoWindowDestroy of every window on it have been called. Errors
  * of these calls are read with hcclGoGetLastError(0). */
@@ -351,7 +356,8 @@ hcclGoResult_t hcclGoGet(void* dst, size_t count, hcclGoDataType_t datatype, int
                          hcclGoWindow_t win);
 /* Adds one to this rank's signal counter at peer: every store this rank
  * made before the call (to any region) is visible to peer once its
- * hcclGoWaitSignal for it returns. Never blocks. */
+ * hcclGoWaitSignal for it returns. Never blocks on this host; to a rank of
+ * another host it returns once the signal is sent. */
 hcclGoResult_t hcclGoSignal(hcclGoWindow_t win, int peer);
 /* Waits for one signal from peer and consumes it: n signals match n waits,
  * and a signal sent before the wait began counts. timeoutMs <= 0 is the

@@ -80,8 +80,11 @@ type Communicator struct {
 	singleCopyGather [numStreams]*intra.SingleCopy
 
 	// symm are the symmetric allocations whose all_reduces run in place
-	// (symmetric.go).
-	symm symmetricWindows
+	// (symmetric.go); symmSrv serves one-sided operations of other hosts'
+	// ranks (symm_remote.go), made on first use.
+	symm     symmetricWindows
+	symmOnce sync.Once
+	symmSrv  *symmServe
 
 	mu        sync.Mutex
 	destroyed bool

@@ -16,9 +16,11 @@ tensors read the peers' memory in place: all_reduce and broadcast from 256 KiB,
 all_gather_into_tensor from 1 MiB of output. `allocating()` makes torch allocate large
 tensors that way, and `DistributedDataParallel` uses it for DDP's gradient buckets:
 
-    model = symm.DistributedDataParallel(model)   # buckets in symmetric memory Only ranks of
-one host share memory so far: any call naming a rank on another host raises
-NotImplementedError naming it (put/get over TCP are not implemented yet). See
+    model = symm.DistributedDataParallel(model)   # buckets in symmetric memory
+
+Only ranks of one host share memory: get_buffer naming a rank on another host raises
+NotImplementedError naming it, while put, get, put_signal, wait_signal and barrier reach
+ranks of other hosts over the group's links (the target's application takes no part). See
 docs/symm.md for the lifetime, ordering and fork rules.
 """
 
@@ -248,7 +250,7 @@ class SymmetricMemoryHandle:
 
     def barrier(self, timeout=None) -> None:
         """Returns once every rank of the group has entered; stores made before are visible
-        to every rank after. Every rank must share this host."""
+        to every rank after. Across hosts it is a barrier of the group's communicator."""
         _check(_lib().hcclGoWindowBarrier(self._win, _timeout_ms(timeout)), "barrier")
 
     def put_signal(self, dst_rank: int) -> None:

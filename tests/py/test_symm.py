@@ -234,6 +234,40 @@ def test_symm_dead_peer_during_wait_signal():
     assert _segments() <= before, "segments left in /dev/shm"
 
 
+def _job_dead_remote_peer(ctx):
+    """The same with rank 1 on another host (HCCL_GO_HOST_ID): the communicator learns of
+    its death from its link, and rank 0's wait fails naming rank 1."""
+    import torch
+
+    os.environ["HCCL_GO_HOST_ID"] = f"host-{ctx.rank}"
+    ctx.init_process_group()
+    import torch_hccl_go.symm as symm
+
+    t = symm.empty(64, dtype=torch.float32)
+    h = symm.rendezvous(t)
+    h.barrier()
+    if ctx.rank == 1:
+        time.sleep(0.3)
+        os.kill(os.getpid(), signal.SIGKILL)
+    start = time.monotonic()
+    try:
+        h.wait_signal(1, timeout=60)
+    except symm.SymmError as e:
+        ctx.record("wait", (str(e), time.monotonic() - start))
+        ctx._queue.close()
+        ctx._queue.join_thread()
+        os._exit(0)
+    ctx.record("wait", ("wait_signal returned though rank 1 died", 0.0))
+
+
+def test_symm_dead_remote_peer_during_wait_signal():
+    with pytest.raises(RankFailure) as info:
+        run_ranks(_job_dead_remote_peer, 2, timeout=120, grace=30, init=False)
+    msg, elapsed = info.value.partial[0]["wait"]
+    assert "rank 1" in msg, msg
+    assert elapsed < 30, elapsed
+
+
 def _job_fork(ctx):
     """A forked child (as a DataLoader worker is; the harness's daemonic ranks may not start DataLoader
     workers themselves) inherits the mapping: it reads and writes the
@@ -307,41 +341,48 @@ def test_symm_kill9_leaves_nothing():
 
 
 def _job_two_hosts(ctx):
-    """Ranks 0 and 1 on host A, rank 2 on host B (HCCL_GO_HOST_ID): A's ranks share memory,
-    calls naming the other host raise NotImplementedError naming the rank."""
+    """Ranks 0 and 1 on host A, rank 2 on host B (HCCL_GO_HOST_ID): put, get, put_signal,
+    wait_signal and barrier reach the other host over the group's links; get_buffer on the
+    other host's memory raises NotImplementedError naming the rank."""
     import torch
 
     os.environ["HCCL_GO_HOST_ID"] = "host-b" if ctx.rank == 2 else "host-a"
     ctx.init_process_group()
+    import torch.distributed as dist
     import torch_hccl_go.symm as symm
 
-    t = symm.empty(8, dtype=torch.float32)
+    r, n = ctx.rank, ctx.world_size
+    nxt, prv = (r + 1) % n, (r - 1) % n
+    t = symm.empty(64, dtype=torch.float32)
     h = symm.rendezvous(t)
-    other = [2] if ctx.rank < 2 else [0, 1]
+    other = [2] if r < 2 else [0, 1]
     for p in other:
-        for call in {
-            "put": lambda p=p: h.put(torch.ones(1), p),
-            "get": lambda p=p: h.get(torch.ones(1), p),
-            "get_buffer": lambda p=p: h.get_buffer(p, (1,), torch.float32),
-            "put_signal": lambda p=p: h.put_signal(p),
-            "wait_signal": lambda p=p: h.wait_signal(p, timeout=1),
-        }.values():
-            with pytest.raises(NotImplementedError, match=f"rank {p} is on host"):
-                call()
-    with pytest.raises(NotImplementedError, match="another host"):
-        h.barrier()
-    if ctx.rank < 2:
-        h.put(torch.full((1,), 5.0), 1 - ctx.rank)
-        h.put_signal(1 - ctx.rank)
-        h.wait_signal(1 - ctx.rank)
-        assert t[0].item() == 5.0
-    import torch.distributed as dist
-
+        with pytest.raises(NotImplementedError, match=f"rank {p} is on host"):
+            h.get_buffer(p, (1,), torch.float32)
+    # A ring across the hosts: each rank puts its block into the next one's buffer, signals,
+    # and waits for the previous one's (each step in blocks of its own: a rank may run ahead).
+    for step in range(3):
+        at = 4 * (3 * step + r)
+        h.put(torch.full((4,), float(10 * step + r)), nxt, offset=at)
+        h.put_signal(nxt)
+        h.wait_signal(prv, timeout=30)
+        got = t[4 * (3 * step + prv) : 4 * (3 * step + prv) + 4]
+        assert bool((got == 10 * step + prv).all()), f"step {step}: {got}"
+    h.barrier()
+    # get: every rank reads the block the next rank received from it.
+    t[48 + r] = 100.0 + r
+    h.barrier()
+    got = torch.empty(1)
+    for p in range(n):
+        h.get(got, p, offset=48 + p)
+        assert got.item() == 100.0 + p, f"rank {p}'s element {got}"
+    with pytest.raises(ValueError, match="do not fit"):
+        h.put(torch.ones(8), other[0], offset=60)
     dist.barrier()
     return "ok"
 
 
-def test_symm_other_host_not_implemented():
+def test_symm_across_hosts():
     assert run_ranks(_job_two_hosts, 3, timeout=150, init=False) == ["ok"] * 3
 
 

@@ -20,8 +20,10 @@
 // # Hosts
 //
 // Ranks whose host identity differs from this rank's are remote: the window
-// records them, and every operation that names one fails with ErrCrossHost
-// (one-sided transfers over TCP are not implemented yet).
+// records them. Put, Get, Signal, WaitSignal and Barrier reach them through
+// the Spec's Remote (pgbackend carries them over a communicator's links;
+// remote.go); Region, and every operation without a Remote, fails with
+// ErrCrossHost.
 //
 // # Ordering
 //

@@ -6,8 +6,8 @@ var (
 	// ErrInvalid reports a bad argument: a rank out of range, a size or
 	// offset outside a region, ranks that asked for different sizes.
 	ErrInvalid = errors.New("invalid argument")
-	// ErrCrossHost reports an operation on a rank of another host, which
-	// needs one-sided transfers over TCP: not implemented yet.
+	// ErrCrossHost reports an operation on a rank of another host that
+	// cannot reach it: a view of its memory, or a window without a Remote.
 	ErrCrossHost = errors.New("not implemented for ranks on another host (symmetric memory is shared by the ranks of one host only)")
 	// ErrTimeout reports a wait that ran out of time while its peers lived.
 	ErrTimeout = errors.New("timed out")

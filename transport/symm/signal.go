@@ -26,6 +26,9 @@ const (
 
 // Signal tells rank dst that this rank's stores so far are visible to it.
 func (w *Window) Signal(dst int) error {
+	if w.remoteOK(dst) {
+		return w.remoteCall("signal", dst, func(ctx context.Context) error { return w.remote.Signal(ctx, dst) })
+	}
 	if err := w.checkPeer("signal", dst); err != nil {
 		return err
 	}
@@ -52,8 +55,10 @@ func ring(m []byte) {
 // is the window's timeout. A dead or closed src fails the wait within about
 // pollEvery with a *transport.PeerError naming it.
 func (w *Window) WaitSignal(ctx context.Context, src int, timeout time.Duration) error {
-	if err := w.checkPeer("wait_signal", src); err != nil {
-		return err
+	if !w.remoteOK(src) {
+		if err := w.checkPeer("wait_signal", src); err != nil {
+			return err
+		}
 	}
 	w.life.RLock()
 	defer w.life.RUnlock()
@@ -83,6 +88,19 @@ func (w *Window) WaitSignal(ctx context.Context, src int, timeout time.Duration)
 // Barrier returns once every rank of the window has entered it. Every rank
 // must be on this host; timeout <= 0 is the window's timeout.
 func (w *Window) Barrier(ctx context.Context, timeout time.Duration) error {
+	if w.remote != nil && w.spansHosts() {
+		// Every rank takes this branch alike: the Remote's barrier orders
+		// the stores of every rank as the local one does.
+		if timeout <= 0 {
+			timeout = w.timeout
+		}
+		ctx, cancel := context.WithTimeout(ctx, timeout)
+		defer cancel()
+		if err := w.remote.Barrier(ctx); err != nil {
+			return fmt.Errorf("symm barrier rank %d: %w", w.rank, err)
+		}
+		return nil
+	}
 	for r := range w.size {
 		if err := w.checkPeer("barrier", r); err != nil {
 			return err
@@ -147,8 +165,8 @@ func (w *Window) wait(ctx context.Context, op string, timeout time.Duration, pee
 			return nil
 		}
 		for _, r := range peers {
-			alive, err := w.segs[r].alive()
-			if err != nil {
+			alive, err := w.alive(op, r)
+			if err != nil && !done() {
 				return err
 			}
 			if !alive && !done() {

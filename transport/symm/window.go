@@ -31,6 +31,9 @@ type Spec struct {
 	// Timeout bounds Alloc and is the default of WaitSignal and Barrier
 	// (default 5 minutes, torch's collective timeout).
 	Timeout time.Duration
+	// Remote reaches the ranks of other hosts (nil: operations naming
+	// them fail with ErrCrossHost).
+	Remote Remote
 }
 
 const (
@@ -51,6 +54,8 @@ type Window struct {
 	pids              []int      // by rank, as the owner wrote it
 	data              [][]byte   // by rank: the data region; nil for remote ranks
 	consumed          []atomic.Uint64
+
+	remote Remote // nil: no rank of another host is reachable
 
 	life   sync.RWMutex // operations read, Close writes
 	closed bool
@@ -78,7 +83,7 @@ func Alloc(ctx context.Context, spec Spec, exchange Exchange) (*Window, error) {
 	w := &Window{
 		rank: spec.Rank, size: spec.Size, bytes: spec.Bytes, timeout: spec.Timeout,
 		segs: make([]*segment, spec.Size), hosts: make([]string, spec.Size), pids: make([]int, spec.Size),
-		data: make([][]byte, spec.Size), consumed: make([]atomic.Uint64, spec.Size),
+		data: make([][]byte, spec.Size), consumed: make([]atomic.Uint64, spec.Size), remote: spec.Remote,
 	}
 	nonce := records[0][8:24]
 	mineHost := records[spec.Rank][24:56]
@@ -288,13 +293,26 @@ func (w *Window) span(op string, off, n int) error {
 	return nil
 }
 
-// Put copies src into rank dst's region at byte offset off.
+// Put copies src into rank dst's region at byte offset off: in memory on
+// this host, through the Remote to another.
 func (w *Window) Put(src []byte, dst, off int) error {
+	if w.remoteOK(dst) {
+		if err := w.span("put", off, len(src)); err != nil {
+			return err
+		}
+		return w.remoteCall("put", dst, func(ctx context.Context) error { return w.remote.Put(ctx, dst, off, src) })
+	}
 	return w.transfer("put", dst, off, len(src), func(region []byte) { copy(region[off:off+len(src)], src) })
 }
 
 // Get copies len(dst) bytes from rank src's region at byte offset off.
 func (w *Window) Get(dst []byte, src, off int) error {
+	if w.remoteOK(src) {
+		if err := w.span("get", off, len(dst)); err != nil {
+			return err
+		}
+		return w.remoteCall("get", src, func(ctx context.Context) error { return w.remote.Get(ctx, src, off, dst) })
+	}
 	return w.transfer("get", src, off, len(dst), func(region []byte) { copy(dst, region[off:off+len(dst)]) })
 }
 
