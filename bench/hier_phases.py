@@ -10,7 +10,10 @@ torch_hccl_go.stats() counts, per op kind, the time the calling thread spent in 
 median wall time per call, arena and inter-host time per call, and the arena phases' busbw:
 the bytes a single-host all_reduce among the host's R ranks would count for the same two
 phases, 2(R-1)/R·n, over the arena time (compare with the single-host bench's busbw at the
-same size, `python -m torch_hccl_go.bench --ops all_reduce` on one host).
+same size, `python -m torch_hccl_go.bench --ops all_reduce` on one host). The arena time
+splits into waiting for the host's other ranks (arena_wait_ns: a peer still busy with another
+round's inter-host exchange, or off the CPU) and this rank's own copies and reductions; the
+work busbw counts the same bytes over the latter.
 
 A large all_reduce runs in rounds whose arena phases overlap other rounds' inter-host phase,
 so arena + inter may exceed the wall time.
@@ -50,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
     t = torch.ones(size // 4, dtype=torch.float32)
     dist.all_reduce(t, group=group)  # untimed: connections warm, buffers touched
 
-    walls, arena, inter = [], [], []
+    walls, arena, inter, waits = [], [], [], []
     for _ in range(args.iters):
         dist.barrier(group=group)
         before = stats(group)
@@ -60,12 +63,15 @@ def main(argv: list[str] | None = None) -> int:
         d = delta(before, stats(group))["ops"]["allreduce"]
         arena.append(d.get("arena_ns", 0) / 1e9)
         inter.append(d.get("inter_ns", 0) / 1e9)
+        waits.append(d.get("arena_wait_ns", 0) / 1e9)
     mine = {
         "rank": rank,
         "local_ranks": local,
         "wall_s": statistics.median(walls),
         "arena_s": statistics.median(arena),
         "inter_s": statistics.median(inter),
+        "arena_wait_s": statistics.median(waits),
+        "arena_work_s": statistics.median(a - w for a, w in zip(arena, waits, strict=True)),
         "algo": _last_algo(group),
     }
     rows: list = [None] * world
@@ -73,17 +79,23 @@ def main(argv: list[str] | None = None) -> int:
     if rank == 0:
         for row in rows:
             r = row["local_ranks"]
-            row["arena_busbw_gbps"] = 2 * (r - 1) / r * size / row["arena_s"] / 1e9 if row["arena_s"] > 0 else None
+            phase_bytes = 2 * (r - 1) / r * size
+            for key, secs in (("arena_busbw_gbps", row["arena_s"]), ("arena_work_busbw_gbps", row["arena_work_s"])):
+                row[key] = phase_bytes / secs / 1e9 if secs > 0 else None
         print(f"# hierarchical all_reduce of {format_size(size)}, world {world}, median of {args.iters} calls")
         print(
-            f"{'rank':>4} {'local':>5} {'algo':>6} {'wall s':>8} {'arena s':>8} {'inter s':>8} "
-            f"{'arena busbw GB/s':>17}"
+            f"{'rank':>4} {'local':>5} {'algo':>6} {'wall s':>8} {'arena s':>8} {'waiting':>8} {'inter s':>8} "
+            f"{'arena busbw GB/s':>17} {'work busbw GB/s':>16}"
         )
+
+        def gbps(v: float | None) -> str:
+            return "-" if v is None else f"{v:.3f}"
+
         for row in rows:
-            bw = row["arena_busbw_gbps"]
             print(
                 f"{row['rank']:>4} {row['local_ranks']:>5} {row['algo']:>6} {row['wall_s']:8.3f} {row['arena_s']:8.3f} "
-                f"{row['inter_s']:8.3f} {bw if bw is None else round(bw, 3)!s:>17}"
+                f"{row['arena_wait_s']:8.3f} {row['inter_s']:8.3f} {gbps(row['arena_busbw_gbps']):>17} "
+                f"{gbps(row['arena_work_busbw_gbps']):>16}"
             )
         if args.json:
             with open(args.json, "w") as f:

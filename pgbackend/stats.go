@@ -33,6 +33,9 @@ type OpTraffic struct {
 	// exchange; a large all_reduce overlaps the two.
 	ArenaNs int64 `json:"arena_ns,omitempty"`
 	InterNs int64 `json:"inter_ns,omitempty"`
+	// ArenaWaitNs is the part of ArenaNs spent waiting for the host's
+	// other ranks; the rest is this rank's own copies and reductions.
+	ArenaWaitNs int64 `json:"arena_wait_ns,omitempty"`
 }
 
 // Stats are a communicator's counters since it was created.
@@ -51,7 +54,7 @@ type Stats struct {
 // trafficCounters are one kind's live counters.
 type trafficCounters struct {
 	calls, bytesSent, bytesRecv, msgsSent, msgsRecv atomic.Int64
-	arenaNs, interNs                                atomic.Int64
+	arenaNs, interNs, arenaWaitNs                   atomic.Int64
 }
 
 // commStats holds the counters of one communicator.
@@ -108,6 +111,7 @@ func (s *commStats) countersOf(ctx context.Context, tag transport.Tag) *trafficC
 func (s *commStats) addTimes(ctx context.Context, t hier.Times) {
 	if tc, ok := ctx.Value(trafficKey{}).(*trafficCounters); ok && tc != nil {
 		tc.arenaNs.Add(int64(t.Arena))
+		tc.arenaWaitNs.Add(int64(t.ArenaWait))
 		tc.interNs.Add(int64(t.Inter))
 	}
 }
@@ -120,7 +124,7 @@ func (s *commStats) snapshot() (total OpTraffic, ops map[string]OpTraffic) {
 		t := OpTraffic{
 			Calls: tc.calls.Load(), BytesSent: tc.bytesSent.Load(), BytesRecv: tc.bytesRecv.Load(),
 			MsgsSent: tc.msgsSent.Load(), MsgsRecv: tc.msgsRecv.Load(),
-			ArenaNs: tc.arenaNs.Load(), InterNs: tc.interNs.Load(),
+			ArenaNs: tc.arenaNs.Load(), InterNs: tc.interNs.Load(), ArenaWaitNs: tc.arenaWaitNs.Load(),
 		}
 		ops[k] = t
 		total.BytesSent += t.BytesSent

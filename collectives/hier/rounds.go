@@ -184,6 +184,10 @@ func runRounds(ctx context.Context, k int, s roundStages) error {
 // their sum may exceed the op's time.
 type Times struct {
 	Arena, Inter time.Duration
+	// ArenaWait is the part of Arena spent waiting for the host's other
+	// ranks (transport/arena.Arena.Waited): Arena - ArenaWait is this
+	// rank's own work in the arena phases.
+	ArenaWait time.Duration
 }
 
 // LastTimes is the Times of the last all_reduce, all_gather or
@@ -195,7 +199,16 @@ func (c *Comm) LastTimes() Times { return c.last }
 // duration to c.last.Arena.
 func (c *Comm) timeArena() func() {
 	start := time.Now()
-	return func() { c.last.Arena += time.Since(start) }
+	var waited time.Duration
+	if c.arena != nil {
+		waited = c.arena.Waited()
+	}
+	return func() {
+		c.last.Arena += time.Since(start)
+		if c.arena != nil {
+			c.last.ArenaWait += c.arena.Waited() - waited
+		}
+	}
 }
 
 // timeInter is timeArena for an inter-host phase (c.last.Inter; in the

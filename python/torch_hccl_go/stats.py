@@ -10,7 +10,7 @@ stats(group) returns hcclGoCommStats of the group's communicator:
     {"rank": 0, "size": 2, "compression": "fp16",
      "bytes_sent": ..., "bytes_recv": ...,            # all ops together
      "ops": {"allreduce": {"calls", "bytes_sent", "bytes_recv", "msgs_sent", "msgs_recv",
-                           "arena_ns", "inter_ns"},
+                           "arena_ns", "arena_wait_ns", "inter_ns"},
              "sparse_allreduce": {...}, "broadcast": {...}, "p2p": {...}, ...},
      "placement_moves": ...}
 
@@ -23,7 +23,9 @@ shared-memory arena, which sends no messages and counts none: run with
 HCCL_GO_TRANSPORT=tcp (or across hosts) to see wire bytes. Across hosts,
 arena_ns and inter_ns (present once non-zero) are the time the hierarchical
 all_reduce, all_gather and reduce_scatter spent in their arena phases and in
-their inter-host exchange (bench/hier_phases.py reads them).
+their inter-host exchange; arena_wait_ns is the part of arena_ns spent waiting
+for the host's other ranks, the rest being this rank's own copies and
+reductions (bench/hier_phases.py reads them).
 """
 
 from __future__ import annotations

@@ -22,6 +22,10 @@ type Arena struct {
 	index int   // this rank's local index
 	ranks []int // global rank by local index
 
+	// waited is the time this rank spent waiting for peers past the first
+	// polls (Waited).
+	waited atomic.Int64
+
 	own  *segment
 	segs []*segment // by local index, own included
 

@@ -294,3 +294,21 @@ func TestLiveSegmentIsNotReplaced(t *testing.T) {
 	assert.Contains(t, err.Error(), "in use by a live process")
 	assert.ErrorIs(t, <-first, context.DeadlineExceeded, "the first arena was left alone")
 }
+
+// TestWaitedCountsWaiting: Waited grows by about the time a rank waits for
+// a late peer, and not at all when the peer has already posted.
+func TestWaitedCountsWaiting(t *testing.T) {
+	as := connectAll(t, 2, testConfig(shmDir(t)))
+	as[1].Post(1)
+	require.NoError(t, as[0].Wait(context.Background(), 1, 1))
+	assert.Zero(t, as[0].Waited(), "no wait for a peer that had posted")
+	go func() {
+		time.Sleep(50 * time.Millisecond)
+		as[1].Post(2)
+	}()
+	start := time.Now()
+	require.NoError(t, as[0].Wait(context.Background(), 1, 2))
+	took := time.Since(start)
+	assert.GreaterOrEqual(t, as[0].Waited(), 40*time.Millisecond)
+	assert.LessOrEqual(t, as[0].Waited(), took)
+}

@@ -18,6 +18,11 @@ const pollsPerCheck = 64
 // then sleeps on j's bell, counted in j's waiters so that j's Post wakes
 // it. It fails when ctx ends, the arena is closed, or j is gone (checked
 // every cfg.LivenessInterval once spinning is over).
+// Waited is the time this rank has spent waiting for its peers in the
+// arena's Go waits, past their first polls: what an op's time in the arena
+// minus it leaves is the rank's own work (copies, reductions).
+func (a *Arena) Waited() time.Duration { return time.Duration(a.waited.Load()) }
+
 func (a *Arena) wait(ctx context.Context, j int, w *atomic.Uint64, e uint64) error {
 	// Most waits of a small op end within the first polls: read the clock
 	// only after them.
@@ -27,6 +32,7 @@ func (a *Arena) wait(ctx context.Context, j int, w *atomic.Uint64, e uint64) err
 		}
 	}
 	start := time.Now()
+	defer func() { a.waited.Add(int64(time.Since(start))) }()
 	spinEnd := a.spin
 	yieldEnd := a.cfg.SpinTime + a.cfg.YieldTime
 	for {
