@@ -63,8 +63,11 @@ def rows(folder: str) -> list[tuple[str, str, str, str, bool | None]]:
         ratio = steps["hccl_go"] / steps["gloo"]
         out.append(
             (
-                what, f"{steps['hccl_go']:.3f} s", f"{steps['gloo']:.3f} s",
-                f"{ratio:.2f}x gloo's step (target <= {target}x)", ratio <= target,
+                what,
+                f"{steps['hccl_go']:.3f} s",
+                f"{steps['gloo']:.3f} s",
+                f"{ratio:.2f}x gloo's step (target <= {target}x)",
+                ratio <= target,
             )
         )
 
@@ -85,6 +88,28 @@ def rows(folder: str) -> list[tuple[str, str, str, str, bool | None]]:
             out.append((what, f"{bw:.2f} GB/s", f"single host {ref:.2f} GB/s", verdict, ratio >= 0.8))
         else:
             out.append((what, f"{bw:.2f} GB/s", "-", "no single-host run", None))
+        # The same phases' own work (arena time less the waits for the host's other rank),
+        # against the single-host arena alone and under the same load (single2: two
+        # single-host jobs at once, 4 ranks on the machine as in 2x2).
+        work = [r["arena_work_busbw_gbps"] for r in shared if r.get("arena_work_busbw_gbps")]
+        if work:
+            wbw = statistics.median(work)
+            loaded = [load(folder, f"single2_allreduce_{j}.json") for j in (0, 1)]
+            loaded = [
+                next(r["busbw_GBps"] for r in doc["results"] if r["backend"] == "hccl_go")
+                for doc in loaded
+                if doc is not None
+            ]
+            what = "2x2 arena phases' own work (arena time less waiting)"
+            refs, verdicts = [], []
+            if single is not None:
+                refs.append(f"single host {ref:.2f} GB/s")
+                verdicts.append(f"{wbw / ref:.0%} of single host")
+            if loaded:
+                lref = statistics.median(loaded)
+                refs.append(f"under the same load {lref:.2f} GB/s")
+                verdicts.append(f"{wbw / lref:.0%} of it under the same load")
+            out.append((what, f"{wbw:.2f} GB/s", "; ".join(refs) or "-", "; ".join(verdicts) or "-", None))
     return out
 
 
