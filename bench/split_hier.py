@@ -16,16 +16,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import sys
-import tempfile
 import time
 from datetime import timedelta
 
 import torch
 import torch.distributed as dist
 import torch_hccl_go
+from hier_phases import _hccl_env, _last_algo  # bench/: the script's own folder is on sys.path
 from torch_hccl_go.bench.sizes import format_size, parse_sizes
 
 
@@ -81,19 +80,6 @@ def main(argv: list[str] | None = None) -> int:
             dist.destroy_process_group(g)
     dist.destroy_process_group()
     return 0
-
-
-def _last_algo(group: dist.ProcessGroup | None) -> str:
-    """The algorithm of the group's last op, from its flight recorder."""
-    with tempfile.TemporaryDirectory() as tmp:
-        path = torch_hccl_go.dump_trace(group, os.path.join(tmp, "trace.json"))
-        with open(path) as f:
-            ops = json.load(f).get("ops", [])
-    return ops[-1].get("algo", "") if ops else ""
-
-
-def _hccl_env() -> dict:
-    return {k: v for k, v in os.environ.items() if k.startswith("HCCL_GO_")}
 
 
 if __name__ == "__main__":

@@ -11,13 +11,11 @@ import (
 	"github.com/hccl-go/hccl-go/transport/symm"
 )
 
-// crossHostWindows allocates bytes of symmetric memory on communicators of
-// ranks on hosts, each window served to the other hosts' ranks.
-func crossHostWindows(t *testing.T, hosts []string, bytes int) ([]*Communicator, []*symm.Window, []symm.Remote) {
+// allocWindows allocates bytes of symmetric memory on every communicator
+// of cs (ranks on hosts), in a temporary directory, each window served to
+// the other hosts' ranks; they are closed at cleanup.
+func allocWindows(t *testing.T, cs []*Communicator, hosts []string, bytes int) ([]*symm.Window, []symm.Remote) {
 	t.Helper()
-	cfg := testConfig()
-	cfg.Timeout = 2 * time.Second // how long a server waits for a window it does not serve
-	cs := connectAll(t, hosts, cfg)
 	ws := make([]*symm.Window, len(cs))
 	remotes := make([]symm.Remote, len(cs))
 	dir := t.TempDir()
@@ -43,7 +41,7 @@ func crossHostWindows(t *testing.T, hosts []string, bytes int) ([]*Communicator,
 			_ = w.Close()
 		}
 	})
-	return cs, ws, remotes
+	return ws, remotes
 }
 
 // TestSymmAcrossHosts: put, get, signal and barrier reach ranks of other
@@ -53,7 +51,10 @@ func crossHostWindows(t *testing.T, hosts []string, bytes int) ([]*Communicator,
 // anything travels, and a window the target no longer serves is refused.
 func TestSymmAcrossHosts(t *testing.T) {
 	hosts := []string{"a", "a", "b"}
-	cs, ws, remotes := crossHostWindows(t, hosts, 1<<20)
+	cfg := testConfig()
+	cfg.Timeout = 2 * time.Second // how long a server waits for a window it does not serve
+	cs := connectAll(t, hosts, cfg)
+	ws, remotes := allocWindows(t, cs, hosts, 1<<20)
 	const off, n = 4096, 300000
 	data := make([]byte, n)
 	for i := range data {

@@ -1,17 +1,14 @@
 package pgbackend
 
 import (
-	"context"
 	"encoding/binary"
 	"math"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/hccl-go/hccl-go/collectives/reduce"
-	"github.com/hccl-go/hccl-go/transport/symm"
 )
 
 // TestSymmetricAllReduce: an all_reduce on buffers of a registered
@@ -22,25 +19,7 @@ import (
 func TestSymmetricAllReduce(t *testing.T) {
 	cs := connectAll(t, []string{"h", "h"}, testConfig())
 	const bytes = 2 * SymmetricGatherMinBytes
-	ws := make([]*symm.Window, len(cs))
-	dir := t.TempDir()
-	eachRank(cs, func(c *Communicator) {
-		exchange := func(ctx context.Context, send, recv []byte) error {
-			w, err := c.AllGather(send, recv, StreamDefault)
-			if err != nil {
-				return err
-			}
-			return w.Wait(ctx, 10*time.Second)
-		}
-		w, err := symm.Alloc(context.Background(), symm.Spec{Rank: c.Rank(), Size: c.Size(), Bytes: bytes, HostID: "h", Dir: dir, Timeout: 10 * time.Second}, exchange)
-		require.NoError(t, err)
-		ws[c.Rank()] = w
-	})
-	t.Cleanup(func() {
-		for _, w := range ws {
-			_ = w.Close()
-		}
-	})
+	ws, _ := allocWindows(t, cs, []string{"h", "h"}, bytes)
 	run := func(n int, want string) {
 		eachRank(cs, func(c *Communicator) {
 			region, err := ws[c.Rank()].Region(c.Rank())

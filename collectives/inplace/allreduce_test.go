@@ -16,64 +16,11 @@ import (
 
 	"github.com/hccl-go/hccl-go/collectives/reduce"
 	"github.com/hccl-go/hccl-go/transport/symm"
+	"github.com/hccl-go/hccl-go/transport/symm/symmtest"
 )
 
-// gather is an all-gather among n goroutines (symm.Exchange), one call per
-// rank per round.
-type gather struct {
-	mu    sync.Mutex
-	cond  *sync.Cond
-	n     int
-	round int
-	got   int
-	buf   []byte
-	out   []byte
-}
-
-func (g *gather) forRank(rank int) symm.Exchange {
-	return func(_ context.Context, send, recv []byte) error {
-		g.mu.Lock()
-		defer g.mu.Unlock()
-		if g.buf == nil {
-			g.buf = make([]byte, g.n*len(send))
-		}
-		copy(g.buf[rank*len(send):], send)
-		round := g.round
-		if g.got++; g.got == g.n {
-			g.out, g.buf, g.got = g.buf, nil, 0
-			g.round++
-			g.cond.Broadcast()
-		}
-		for g.round == round {
-			g.cond.Wait()
-		}
-		copy(recv, g.out)
-		return nil
-	}
-}
-
-// windows allocates bytes of symmetric memory on p goroutine ranks of one
-// host, in a temporary directory, closed at cleanup.
-func windows(t *testing.T, p, bytes int) []*symm.Window {
-	t.Helper()
-	g := &gather{n: p}
-	g.cond = sync.NewCond(&g.mu)
-	dir := t.TempDir()
-	ws := make([]*symm.Window, p)
-	errs := each(p, func(r int) (err error) {
-		ws[r], err = symm.Alloc(context.Background(), symm.Spec{Rank: r, Size: p, Bytes: bytes, HostID: "h", Dir: dir, Timeout: 10 * time.Second}, g.forRank(r))
-		return err
-	})
-	for r, err := range errs {
-		require.NoError(t, err, "rank %d", r)
-	}
-	t.Cleanup(func() {
-		for _, w := range ws {
-			_ = w.Close()
-		}
-	})
-	return ws
-}
+// windows allocates bytes of symmetric memory on p goroutine ranks.
+func windows(t *testing.T, p, bytes int) []*symm.Window { return symmtest.Windows(t, p, bytes) }
 
 func each(p int, f func(r int) error) []error {
 	errs := make([]error, p)

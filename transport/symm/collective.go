@@ -45,7 +45,7 @@ func (w *Window) Enter(ctx context.Context, ch int, desc [DescWords]uint64, time
 	for i, v := range desc {
 		word64(own, line+8+8*i).Store(v)
 	}
-	n, err := w.arrive(ctx, "enter", line, timeout)
+	n, err := w.arrive(ctx, "collective entry", line, timeout, true)
 	if err != nil {
 		return err
 	}
@@ -75,7 +75,7 @@ func (w *Window) Leave(ctx context.Context, ch int, timeout time.Duration) error
 	if w.closed {
 		return fmt.Errorf("symm leave: %w", ErrClosed)
 	}
-	_, err = w.arrive(ctx, "leave", line, timeout)
+	_, err = w.arrive(ctx, "collective exit", line, timeout, true)
 	return err
 }
 
@@ -93,30 +93,6 @@ func (w *Window) channel(op string, ch int) (int, error) {
 	return hChannel + ch*lineBytes, nil
 }
 
-// arrive counts this rank at the line's barrier and waits for every peer
-// to count as far; it returns this rank's count. The caller holds w.life
-// for reading.
-func (w *Window) arrive(ctx context.Context, op string, line int, timeout time.Duration) (uint64, error) {
-	n := word64(w.segs[w.rank].mem, line).Add(1)
-	for r, s := range w.segs {
-		if r != w.rank {
-			ring(s.mem)
-		}
-	}
-	for r, s := range w.segs {
-		if r == w.rank {
-			continue
-		}
-		count := word64(s.mem, line)
-		done := func() bool { return count.Load() >= n }
-		poll(done)
-		if err := w.wait(ctx, op, timeout, []int{r}, done); err != nil {
-			return 0, fmt.Errorf("rank %d at barrier %d of its collectives waited for rank %d: %w", w.rank, n, r, err)
-		}
-	}
-	return n, nil
-}
-
 // collectiveSpin is how long a collective barrier polls, yielding the
 // processor between polls, before it sleeps on the bell: a peer of a
 // collective is usually a few microseconds to a millisecond behind (still
@@ -124,8 +100,8 @@ func (w *Window) arrive(ctx context.Context, op string, line int, timeout time.D
 // microseconds, as much as a whole in-place op of a few hundred KiB.
 const collectiveSpin = time.Millisecond
 
-// poll polls done for up to collectiveSpin.
-func poll(done func() bool) {
+// pollFor polls done for up to collectiveSpin.
+func pollFor(done func() bool) {
 	var y futex.Yielder
 	start := time.Now()
 	for !done() && time.Since(start) < collectiveSpin {

@@ -111,24 +111,36 @@ func (w *Window) Barrier(ctx context.Context, timeout time.Duration) error {
 	if w.closed {
 		return fmt.Errorf("symm barrier: %w", ErrClosed)
 	}
-	n := word64(w.segs[w.rank].mem, hBarrier).Add(1)
+	_, err := w.arrive(ctx, "barrier", hBarrier, timeout, false)
+	return err
+}
+
+// arrive counts this rank at the barrier whose counters are the words at
+// line of every segment, and waits for every peer to count as far (a peer
+// is at most one barrier ahead: it waits for this rank's count); it returns
+// this rank's count. poll first polls for up to collectiveSpin. The caller
+// holds w.life for reading.
+func (w *Window) arrive(ctx context.Context, op string, line int, timeout time.Duration, poll bool) (uint64, error) {
+	n := word64(w.segs[w.rank].mem, line).Add(1)
 	for r, s := range w.segs {
 		if r != w.rank {
 			ring(s.mem)
 		}
 	}
-	// A peer is at most one barrier ahead: it waits for this rank's count.
 	for r, s := range w.segs {
 		if r == w.rank {
 			continue
 		}
-		count := word64(s.mem, hBarrier)
-		err := w.wait(ctx, "barrier", timeout, []int{r}, func() bool { return count.Load() >= n })
-		if err != nil {
-			return fmt.Errorf("rank %d in barrier %d waited for rank %d: %w", w.rank, n, r, err)
+		count := word64(s.mem, line)
+		done := func() bool { return count.Load() >= n }
+		if poll {
+			pollFor(done)
+		}
+		if err := w.wait(ctx, op, timeout, []int{r}, done); err != nil {
+			return 0, fmt.Errorf("rank %d at %s %d waited for rank %d: %w", w.rank, op, n, r, err)
 		}
 	}
-	return nil
+	return n, nil
 }
 
 // wait polls done until it holds, the peers die, timeout passes or ctx
