@@ -200,10 +200,15 @@ def test_symm_lifetime():
     assert run_ranks(_job_lifetime, 2, timeout=120) == ["ok"] * 2
 
 
-def _job_dead_peer(ctx):
-    """Rank 1 dies (SIGKILL) while rank 0 waits for its signal: rank 0's wait fails
-    naming rank 1 within its timeout."""
+def _job_dead_peer(ctx, remote: bool):
+    """Rank 1 dies (SIGKILL) while rank 0 waits for its signal: rank 0's wait fails naming
+    rank 1 within its timeout. remote: rank 1 is on another host (HCCL_GO_HOST_ID), and
+    the communicator learns of its death from its link."""
     import torch
+
+    if remote:
+        os.environ["HCCL_GO_HOST_ID"] = f"host-{ctx.rank}"
+    ctx.init_process_group()
     import torch_hccl_go.symm as symm
 
     t = symm.empty(64, dtype=torch.float32)
@@ -215,7 +220,7 @@ def _job_dead_peer(ctx):
         os.kill(os.getpid(), signal.SIGKILL)
     start = time.monotonic()
     try:
-        h.wait_signal(1, timeout=20)
+        h.wait_signal(1, timeout=60)
     except symm.SymmError as e:
         ctx.record("wait", (str(e), time.monotonic() - start))
         ctx._queue.close()
@@ -224,48 +229,17 @@ def _job_dead_peer(ctx):
     ctx.record("wait", ("wait_signal returned though rank 1 died", 0.0))
 
 
-def test_symm_dead_peer_during_wait_signal():
+@pytest.mark.parametrize("remote", [False, True], ids=["same host", "other host"])
+def test_symm_dead_peer_during_wait_signal(remote):
     before = _segments()
     with pytest.raises(RankFailure) as info:
-        run_ranks(_job_dead_peer, 2, timeout=90, grace=20)
-    msg, elapsed = info.value.partial[0]["wait"]
-    assert "rank 1" in msg and "died or closed" in msg, msg
-    assert elapsed < 10, elapsed
-    assert _segments() <= before, "segments left in /dev/shm"
-
-
-def _job_dead_remote_peer(ctx):
-    """The same with rank 1 on another host (HCCL_GO_HOST_ID): the communicator learns of
-    its death from its link, and rank 0's wait fails naming rank 1."""
-    import torch
-
-    os.environ["HCCL_GO_HOST_ID"] = f"host-{ctx.rank}"
-    ctx.init_process_group()
-    import torch_hccl_go.symm as symm
-
-    t = symm.empty(64, dtype=torch.float32)
-    h = symm.rendezvous(t)
-    h.barrier()
-    if ctx.rank == 1:
-        time.sleep(0.3)
-        os.kill(os.getpid(), signal.SIGKILL)
-    start = time.monotonic()
-    try:
-        h.wait_signal(1, timeout=60)
-    except symm.SymmError as e:
-        ctx.record("wait", (str(e), time.monotonic() - start))
-        ctx._queue.close()
-        ctx._queue.join_thread()
-        os._exit(0)
-    ctx.record("wait", ("wait_signal returned though rank 1 died", 0.0))
-
-
-def test_symm_dead_remote_peer_during_wait_signal():
-    with pytest.raises(RankFailure) as info:
-        run_ranks(_job_dead_remote_peer, 2, timeout=120, grace=30, init=False)
+        run_ranks(_job_dead_peer, 2, args=(remote,), timeout=120, grace=30, init=False)
     msg, elapsed = info.value.partial[0]["wait"]
     assert "rank 1" in msg, msg
-    assert elapsed < 30, elapsed
+    if not remote:
+        assert "died or closed" in msg, msg
+    assert elapsed < (30 if remote else 10), elapsed
+    assert _segments() <= before, "segments left in /dev/shm"
 
 
 def _job_fork(ctx):
