@@ -1,13 +1,15 @@
 """Collectives on symmetric tensors (torch_hccl_go.symm.empty, read in place) against ordinary
 tensors of the same size, in one job, interleaved.
 
-    torchrun --nproc-per-node 2 bench/symm_ops.py [--ops all_reduce,broadcast,all_gather]
+    torchrun --nproc-per-node 2 bench/symm_ops.py [--ops all_reduce,broadcast,all_gather,reduce_scatter]
         [--sizes 1MiB,16MiB,128MiB] [--iters 20] [--json out.json]
 
-Each round times one op (float32 sum for all_reduce) on ordinary tensors, then one on
-symmetric tensors, every rank between gloo barriers; rank 0 prints per op and size (the
-output's bytes) the median time of the slowest rank and the bus bandwidth as nccl-tests counts
-it: 2(p-1)/p bytes per byte for all_reduce, (p-1)/p for all_gather, 1 for broadcast.
+Each round times one op (float32 sum for the reductions) on ordinary tensors, then one on
+symmetric tensors (the output of all_reduce, broadcast and all_gather, the input of
+reduce_scatter, whose output is an ordinary tensor either way), every rank between gloo
+barriers; rank 0 prints per op and size (the bytes of the larger buffer) the median time of the
+slowest rank and the bus bandwidth as nccl-tests counts it: 2(p-1)/p bytes per byte for
+all_reduce, (p-1)/p for all_gather and reduce_scatter, 1 for broadcast.
 """
 
 from __future__ import annotations
@@ -27,7 +29,9 @@ from torch_hccl_go.bench.sizes import format_size, parse_sizes
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="bench/symm_ops.py", description=__doc__.split("\n\n")[0])
-    p.add_argument("--ops", default="all_reduce", help="comma list of all_reduce, broadcast, all_gather")
+    p.add_argument(
+        "--ops", default="all_reduce", help="comma list of all_reduce, broadcast, all_gather, reduce_scatter"
+    )
     p.add_argument("--sizes", default="1MiB,16MiB,128MiB", help="bytes of each output (default 1MiB,16MiB,128MiB)")
     p.add_argument("--iters", type=int, default=20, help="timed rounds per size (default 20, after 2 untimed)")
     p.add_argument("--json", default="", help="rank 0 writes the figures here")
@@ -60,7 +64,12 @@ def main(argv: list[str] | None = None) -> int:
 
 
 # Bus bandwidth factor per op (nccl-tests' convention) at world p.
-FACTORS = {"all_reduce": lambda p: 2 * (p - 1) / p, "all_gather": lambda p: (p - 1) / p, "broadcast": lambda p: 1.0}
+FACTORS = {
+    "all_reduce": lambda p: 2 * (p - 1) / p,
+    "all_gather": lambda p: (p - 1) / p,
+    "reduce_scatter": lambda p: (p - 1) / p,
+    "broadcast": lambda p: 1.0,
+}
 
 
 def _time(opname: str, size: int, world: int, rank: int, control, iters: int) -> dict:
@@ -80,6 +89,8 @@ def _time(opname: str, size: int, world: int, rank: int, control, iters: int) ->
             dist.broadcast(out, src=0)
         elif opname == "all_gather":
             dist.all_gather_into_tensor(out[: block * world], mine)
+        elif opname == "reduce_scatter":
+            dist.reduce_scatter_tensor(mine, out[: block * world])
         else:
             raise SystemExit(f"unknown op {opname!r}")
 

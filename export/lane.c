@@ -793,7 +793,8 @@ int hg_lane_reduce_scatter(const void* send, void* recv, size_t count, int dtype
   int valid = m == 0 || (send != NULL && recv != NULL &&
                          ((const unsigned char*)recv == (const unsigned char*)send + (size_t)l->index * m ||
                           !hg_overlaps(send, total, recv, m)));
-  if (valid && hg_lane_op_takes(l, HG_OP_REDUCESCATTER, m, stream)) {
+  if (valid && !hg_symm_declines(send, total, hg_symm_min_bytes) &&
+      hg_lane_op_takes(l, HG_OP_REDUCESCATTER, m, stream)) {
     ran = hg_lane_scatter(l, send, recv, count, dtype, op, preMul, stream, result);
   }
   hg_lane_leave(place);

@@ -156,6 +156,9 @@ func (c *Communicator) ReduceScatterCall(send, recv []byte, dt reduce.DType, op 
 	if len(send) != c.size*len(recv) {
 		return Call{}, c.invalid("reducescatter", "send has %d bytes, want %d ranks x %d", len(send), c.size, len(recv))
 	}
+	if body := c.symmetricReduceScatter(stream, send, recv, dt, op); body != nil {
+		return Call{stream, reduction("reducescatter", len(send), dt, op, -1).algo(collectives.Options{Algo: algoSymm}), body}, nil
+	}
 	o := c.pick(stream, topo.OpReduceScatter, len(send), c.options("reducescatter", preMul), movementAlgos)
 	return Call{stream, reduction("reducescatter", len(send), dt, op, -1).algo(o), func(ctx context.Context, tag transport.Tag) error {
 		if a := c.arenaFor(stream, o); a != nil {

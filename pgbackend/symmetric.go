@@ -19,7 +19,8 @@ import (
 // RegisterWindow, reads every rank's input where it lies and writes every
 // rank's output (collectives/inplace) rather than copying through the
 // arena; so do a broadcast and an all_gather whose recv lies in one (the
-// root's send, or a rank's block, copied into its recv first). Every rank of the communicator must be on this host and in the
+// root's send, or a rank's block, copied into its recv first), and a
+// reduce_scatter whose send lies in one (its recv is the rank's own). Every rank of the communicator must be on this host and in the
 // window, and every rank must pass buffers at the same offsets: the
 // in-place op's entry barrier compares them and fails every rank that
 // entered when they differ; a rank that passed ordinary buffers runs the
@@ -175,4 +176,24 @@ func (c *Communicator) symmetricAllGather(stream int, send, recv []byte) func(ct
 // sameMemory says whether a and b are the very same bytes.
 func sameMemory(a, b []byte) bool {
 	return len(a) == len(b) && (len(a) == 0 || unsafe.SliceData(a) == unsafe.SliceData(b))
+}
+
+// symmetricReduceScatter is the body of a reduce_scatter whose send is
+// symmetric, of SymmetricMinBytes or more (nil otherwise, and for dt and op
+// in place does not run): each rank folds its block from every rank's send
+// into its recv, which may be any memory of its own.
+func (c *Communicator) symmetricReduceScatter(stream int, send, recv []byte, dt reduce.DType, op reduce.Op) func(ctx context.Context, tag transport.Tag) error {
+	if len(send) < SymmetricMinBytes || stream < 0 || stream >= symm.Channels || !inplace.Supported(dt, op) {
+		return nil
+	}
+	w, off, ok := c.symmetricOf(send)
+	if !ok {
+		return nil
+	}
+	if partialOverlap(send, recv) && !sameMemory(recv, send[c.rank*len(recv):(c.rank+1)*len(recv)]) {
+		return nil // the arena's path refuses it
+	}
+	return func(ctx context.Context, tag transport.Tag) error {
+		return inplace.ReduceScatter(ctx, w, stream, uint64(tag), off, recv, dt, op, c.cfg.Timeout)
+	}
 }

@@ -15,7 +15,8 @@ import (
 // symmetric window, from SymmetricMinBytes, runs in place (route
 // "symmetric"), smaller ones and unregistered windows in the arena; the
 // results are the sums either way. Broadcast and all_gather into a
-// symmetric recv run in place too.
+// symmetric recv, and reduce_scatter from a symmetric send, run in place
+// too.
 func TestSymmetricAllReduce(t *testing.T) {
 	cs := connectAll(t, []string{"h", "h"}, testConfig())
 	const bytes = 2 * SymmetricGatherMinBytes
@@ -78,6 +79,19 @@ func TestSymmetricAllReduce(t *testing.T) {
 			}
 			assert.Equal(t, "symmetric", lastRoute(t, c))
 		}
+
+		// Reduce_scatter from a symmetric send into an ordinary recv.
+		send := region[8 : 8+2*n]
+		for i := 0; i < len(send); i += 4 {
+			binary.NativeEndian.PutUint32(send[i:], math.Float32bits(float32(c.Rank()+1)))
+		}
+		out := make([]byte, n)
+		w, err = c.ReduceScatter(send, out, reduce.Float32, reduce.Sum, 0, StreamDefault)
+		wait(t, w, err)
+		for i := 0; i < n; i += 4 {
+			require.Equal(t, float32(3), math.Float32frombits(binary.NativeEndian.Uint32(out[i:])), "rank %d element %d", c.Rank(), i/4)
+		}
+		assert.Equal(t, "symmetric", lastRoute(t, c))
 	})
 	for r, c := range cs {
 		c.UnregisterWindow(ws[r])

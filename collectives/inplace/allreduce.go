@@ -2,8 +2,8 @@
 // buffers that every rank of a communicator allocated at the same offset of
 // one symmetric allocation, which every rank maps. A rank reads its peers'
 // inputs where they lie and writes results straight into their outputs, so
-// no byte goes through a staging buffer. All_reduce is here, broadcast and
-// all_gather in movement.go.
+// no byte goes through a staging buffer. All_reduce and reduce_scatter are
+// here, broadcast and all_gather in movement.go.
 //
 // All_reduce, for p ranks and n bytes: each rank owns a piece of n/p bytes,
 // reads it from every rank's input and writes the reduced piece into every
@@ -30,7 +30,7 @@ import (
 // accumulator stays in cache while every input is added to it.
 const chunkBytes = 32 << 10
 
-// Op codes in the description Enter compares.
+// Op codes in the description Enter compares (the others in movement.go).
 const opAllReduce = 1
 
 // Supported says whether AllReduce runs dt under op: every valid pair but
@@ -118,4 +118,60 @@ func foldPiece(dt reduce.DType, op reduce.Op, in, out [][]byte, lo, hi, es int, 
 			copy(out[k][a:b], acc)
 		}
 	}
+}
+
+// ReduceScatter reduces block r (n bytes) of the p·n bytes at sendOff of
+// every rank's region into recv on rank r, folding in rank order. recv is
+// this rank's own memory (symmetric or not; this rank's block of its send
+// included): no other rank writes it.
+func ReduceScatter(ctx context.Context, w *symm.Window, ch int, seq uint64, sendOff int, recv []byte, dt reduce.DType, op reduce.Op, timeout time.Duration) error {
+	if !Supported(dt, op) {
+		return fmt.Errorf("in-place reducescatter: %w: %s %s", symm.ErrInvalid, dt, op)
+	}
+	p, me, n, es := w.Size(), w.Rank(), len(recv), dt.Size()
+	if n%es != 0 || sendOff%es != 0 {
+		return fmt.Errorf("in-place reducescatter: %w: blocks of %d bytes at offset %d are not whole %s elements", symm.ErrInvalid, n, sendOff, dt)
+	}
+	in := make([][]byte, p)
+	for r := range p {
+		var err error
+		if in[r], err = span(w, r, sendOff+me*n, n); err != nil {
+			return fmt.Errorf("in-place reducescatter rank %d: %w", me, err)
+		}
+	}
+	desc := [symm.DescWords]uint64{seq, opReduceScatter | uint64(dt)<<8 | uint64(op)<<16, uint64(sendOff), uint64(n)}
+	return run(ctx, w, ch, desc, timeout, "reducescatter", func() {
+		foldInto(dt, op, in, recv, es)
+	})
+}
+
+// foldInto writes the rank-order reduction of the inputs into out, a chunk
+// at a time through a scratch accumulator (out may be one of the inputs).
+func foldInto(dt reduce.DType, op reduce.Op, in [][]byte, out []byte, es int) {
+	p := len(in)
+	if p == 1 {
+		if !sameStart(in[0], out) {
+			copy(out, in[0])
+		}
+		return
+	}
+	step := chunkBytes / es * es
+	acc := make([]byte, min(step, len(out)))
+	for a := 0; a < len(out); a += step {
+		b := min(a+step, len(out))
+		c := acc[:b-a]
+		reduce.Reduce3(dt, op, c, in[0][a:b], in[1][a:b])
+		for k := 2; k < p; k++ {
+			reduce.Reduce(dt, op, c, in[k][a:b])
+		}
+		if op == reduce.Avg {
+			reduce.DivideBy(dt, c, p)
+		}
+		copy(out[a:b], c)
+	}
+}
+
+// sameStart says whether a and b start at the same byte (both empty: yes).
+func sameStart(a, b []byte) bool {
+	return len(a) == 0 || len(b) == 0 || &a[0] == &b[0]
 }

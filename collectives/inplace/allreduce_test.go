@@ -168,3 +168,59 @@ func TestAllReduceRefusesBadSpans(t *testing.T) {
 	}
 	require.ErrorIs(t, AllReduce(context.Background(), ws[0], 0, 1, 0, 0, 8, reduce.Float32, reduce.PreMulSum, time.Second), symm.ErrInvalid)
 }
+
+// TestReduceScatter: rank r ends with the rank-order reduction of block r
+// of every rank's input, bit for bit, into an ordinary buffer and into its
+// own block of its input; every input byte outside that block is
+// untouched.
+func TestReduceScatter(t *testing.T) {
+	cases := []struct {
+		dt reduce.DType
+		op reduce.Op
+	}{{reduce.Float32, reduce.Sum}, {reduce.Float64, reduce.Avg}, {reduce.BFloat16, reduce.Max}, {reduce.Int32, reduce.Prod}}
+	for p := 1; p <= 4; p++ {
+		ws := windows(t, p, 512<<10)
+		var seq uint64
+		for _, tc := range cases {
+			es := tc.dt.Size()
+			for _, count := range []int{0, 1, 7, 2*chunkBytes/es + 3} {
+				for _, own := range []bool{true, false} {
+					t.Run(fmt.Sprintf("p%d/%s/%s/%d/own=%v", p, tc.dt, tc.op, count, own), func(t *testing.T) {
+						n, sendOff := count*es, 2*es
+						inputs := make([][]byte, p)
+						for r, w := range ws {
+							reg, err := w.Region(r)
+							require.NoError(t, err)
+							fill(tc.dt, tc.op, reg[sendOff:sendOff+p*n], r)
+							inputs[r] = slices.Clone(reg[sendOff : sendOff+p*n])
+						}
+						want := reference(tc.dt, tc.op, inputs)
+						outs := make([][]byte, p)
+						for r, w := range ws {
+							if own {
+								reg, _ := w.Region(r)
+								outs[r] = reg[sendOff+r*n : sendOff+(r+1)*n]
+							} else {
+								outs[r] = make([]byte, n)
+							}
+						}
+						seq++
+						errs := each(p, func(r int) error {
+							return ReduceScatter(context.Background(), ws[r], 3, seq, sendOff, outs[r], tc.dt, tc.op, 10*time.Second)
+						})
+						for r, err := range errs {
+							require.NoError(t, err, "rank %d", r)
+						}
+						for r, w := range ws {
+							require.Equal(t, want[r*n:(r+1)*n], outs[r], "rank %d's block", r)
+							reg, _ := w.Region(r)
+							after := slices.Clone(reg[sendOff : sendOff+p*n])
+							copy(after[r*n:(r+1)*n], inputs[r][r*n:(r+1)*n])
+							assert.True(t, slices.Equal(inputs[r], after), "rank %d: input bytes of other blocks changed", r)
+						}
+					})
+				}
+			}
+		}
+	}
+}

@@ -18,8 +18,9 @@ import (
 
 // Op codes in the description Enter compares, beside opAllReduce.
 const (
-	opBroadcast = 2
-	opAllGather = 3
+	opBroadcast     = 2
+	opAllGather     = 3
+	opReduceScatter = 4
 )
 
 // Broadcast copies the n bytes at recvOff of root's region into the n bytes

@@ -127,9 +127,10 @@ def test_symm_allreduce_mismatch():
 
 
 def _job_movement(ctx):
-    """Broadcast into symmetric tensors of 256 KiB or more, and all_gather_into_tensor into
-    symmetric outputs of 1 MiB or more, run in place, from any root and from an ordinary input
-    tensor; smaller ones run in the arena."""
+    """Broadcast into symmetric tensors of 256 KiB or more, all_gather_into_tensor into
+    symmetric outputs of 1 MiB or more, and reduce_scatter_tensor from symmetric inputs of
+    256 KiB or more run in place, from any root, from an ordinary input and into an ordinary
+    output or the input's own block; smaller ones run in the arena."""
     import torch
     import torch.distributed as dist
     import torch_hccl_go
@@ -151,18 +152,26 @@ def _job_movement(ctx):
         own.fill_(float(r + 20))
         dist.all_gather_into_tensor(out, own)  # in place: the input is this rank's block
         assert torch.equal(out, want + 10), f"all_gather in place n={n}"
+        # reduce_scatter from a symmetric input, into an ordinary output and into this rank's
+        # own block of the input.
+        for into_own in (False, True):
+            out.copy_(torch.cat([torch.full((n,), float(q + r)) for q in range(p)]))
+            dst = out[r * n : (r + 1) * n] if into_own else torch.empty(n)
+            dist.reduce_scatter_tensor(dst, out)
+            want_block = torch.full((n,), float(sum(r + q for q in range(p))))
+            assert torch.equal(dst, want_block), f"reduce_scatter n={n} into_own={into_own}: {dst[:4]}"
         path = torch_hccl_go.dump_trace(None, os.path.join(ctx.store_dir, f"trace{r}-{n}.json"))
-        ours = {("broadcast", 4 * n), ("allgather", 4 * p * n)}
+        ours = {("broadcast", 4 * n), ("allgather", 4 * p * n), ("reducescatter", 4 * p * n)}
         routes = [(kind, nbytes, route) for kind, nbytes, route in _routes(path) if (kind, nbytes) in ours]
-        assert len(routes) == p + 2, routes
+        assert len(routes) == p + 4, routes
         for kind, nbytes, route in routes:
-            least = GATHER_MIN_BYTES if kind == "allgather" else MIN_BYTES
+            least = GATHER_MIN_BYTES if kind == "allgather" else MIN_BYTES  # reducescatter: its input
             want_route = "symmetric" if nbytes >= least else "arena"
             assert route == want_route, f"{kind} of {nbytes} bytes took {route}"
     return "ok"
 
 
-def test_symm_broadcast_allgather_world3():
+def test_symm_broadcast_allgather_reducescatter_world3():
     assert run_ranks(_job_movement, 3, timeout=300) == ["ok"] * 3
 
 
