@@ -302,13 +302,16 @@ func TestWaitedCountsWaiting(t *testing.T) {
 	as[1].Post(1)
 	require.NoError(t, as[0].Wait(context.Background(), 1, 1))
 	assert.Zero(t, as[0].Waited(), "no wait for a peer that had posted")
+	posted := make(chan struct{})
 	go func() {
+		defer close(posted)
 		time.Sleep(50 * time.Millisecond)
 		as[1].Post(2)
 	}()
 	start := time.Now()
 	require.NoError(t, as[0].Wait(context.Background(), 1, 2))
 	took := time.Since(start)
+	<-posted // the poster's reads of package state happen before later tests change it
 	assert.GreaterOrEqual(t, as[0].Waited(), 40*time.Millisecond)
 	assert.LessOrEqual(t, as[0].Waited(), took)
 }
