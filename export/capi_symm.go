@@ -140,7 +140,7 @@ func register(a *allocEntry, c *pgbackend.Communicator) {
 		}
 	}
 	C.hg_symm_min_bytes = C.size_t(pgbackend.SymmetricMinBytes)
-	C.hg_symm_gather_min_bytes = C.size_t(pgbackend.SymmetricGatherMinBytes)
+	C.hg_symm_block_min_bytes = C.size_t(pgbackend.SymmetricBlockMinBytes)
 	if C.hg_symm_add(C.uintptr_t(a.base), C.size_t(a.w.Bytes())) == 0 {
 		return
 	}

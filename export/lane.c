@@ -793,7 +793,7 @@ int hg_lane_reduce_scatter(const void* send, void* recv, size_t count, int dtype
   int valid = m == 0 || (send != NULL && recv != NULL &&
                          ((const unsigned char*)recv == (const unsigned char*)send + (size_t)l->index * m ||
                           !hg_overlaps(send, total, recv, m)));
-  if (valid && !hg_symm_declines(send, total, hg_symm_min_bytes) &&
+  if (valid && !hg_symm_declines(send, total, hg_symm_block_min_bytes) &&
       hg_lane_op_takes(l, HG_OP_REDUCESCATTER, m, stream)) {
     ran = hg_lane_scatter(l, send, recv, count, dtype, op, preMul, stream, result);
   }
@@ -840,7 +840,7 @@ int hg_lane_allgather(const void* send, void* recv, size_t count, int dtype, uin
   int valid = m == 0 || (send != NULL && recv != NULL &&
                          ((const unsigned char*)send == (const unsigned char*)recv + (size_t)l->index * m ||
                           !hg_overlaps(send, m, recv, (size_t)l->size * m)));
-  if (valid && !hg_symm_declines(recv, (size_t)l->size * m, hg_symm_gather_min_bytes) &&
+  if (valid && !hg_symm_declines(recv, (size_t)l->size * m, hg_symm_block_min_bytes) &&
       hg_lane_op_takes(l, HG_OP_ALLGATHER, m, stream)) {
     ran = hg_lane_move(l, HG_OP_ALLGATHER, send, recv, m, -1, stream, result);
   }

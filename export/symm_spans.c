@@ -10,7 +10,7 @@ static uintptr_t hg_symm_base[HG_SYMM_MAX_SPANS];
 static size_t hg_symm_len[HG_SYMM_MAX_SPANS];
 static int hg_symm_count;
 static pthread_mutex_t hg_symm_mu = PTHREAD_MUTEX_INITIALIZER;
-size_t hg_symm_min_bytes, hg_symm_gather_min_bytes;
+size_t hg_symm_min_bytes, hg_symm_block_min_bytes;
 
 int hg_symm_add(uintptr_t base, size_t n) {
   int ok = 0;

@@ -19,11 +19,11 @@ void hg_symm_remove(uintptr_t base);
 // hg_symm_holds says whether p lies in a noted span.
 int hg_symm_holds(const void* p);
 
-// The smallest ops that run in place: all_gathers (their output) from
-// hg_symm_gather_min_bytes, others from hg_symm_min_bytes
-// (pgbackend.SymmetricGatherMinBytes and SymmetricMinBytes, set by Go
-// before it notes a span).
-extern size_t hg_symm_min_bytes, hg_symm_gather_min_bytes;
+// The smallest ops that run in place: all_gathers (their output) and
+// reduce_scatters (their input) from hg_symm_block_min_bytes, others from
+// hg_symm_min_bytes (pgbackend.SymmetricBlockMinBytes and SymmetricMinBytes,
+// set by Go before it notes a span).
+extern size_t hg_symm_min_bytes, hg_symm_block_min_bytes;
 
 // hg_symm_declines says whether the lane leaves an op on buf, of n bytes,
 // to Go, which runs it in place when n is at least min.

@@ -19,7 +19,7 @@ import (
 // too.
 func TestSymmetricAllReduce(t *testing.T) {
 	cs := connectAll(t, []string{"h", "h"}, testConfig())
-	const bytes = 2 * SymmetricGatherMinBytes
+	const bytes = 2 * SymmetricBlockMinBytes
 	ws, _ := allocWindows(t, cs, []string{"h", "h"}, bytes)
 	run := func(n int, want string) {
 		eachRank(cs, func(c *Communicator) {
@@ -46,7 +46,7 @@ func TestSymmetricAllReduce(t *testing.T) {
 
 	// Broadcast from an ordinary send on the root, and all_gather in place
 	// and from an ordinary send, into symmetric recvs.
-	const n = SymmetricGatherMinBytes / 2
+	const n = SymmetricBlockMinBytes / 2
 	eachRank(cs, func(c *Communicator) {
 		region, err := ws[c.Rank()].Region(c.Rank())
 		require.NoError(t, err)

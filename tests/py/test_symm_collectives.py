@@ -20,9 +20,10 @@ pytestmark = pytest.mark.skipif(
 SIZES = (0, 1, 7, 1031, 300007)
 
 
-# pgbackend.SymmetricMinBytes and SymmetricGatherMinBytes: smaller ops take the arena.
+# pgbackend.SymmetricMinBytes and SymmetricBlockMinBytes (all_gather's output, reduce_scatter's
+# input): smaller ops take the arena.
 MIN_BYTES = 256 << 10
-GATHER_MIN_BYTES = 1 << 20
+BLOCK_MIN_BYTES = 1 << 20
 
 
 def _routes(path: str) -> list[tuple[str, int, str]]:
@@ -128,8 +129,8 @@ def test_symm_allreduce_mismatch():
 
 def _job_movement(ctx):
     """Broadcast into symmetric tensors of 256 KiB or more, all_gather_into_tensor into
-    symmetric outputs of 1 MiB or more, and reduce_scatter_tensor from symmetric inputs of
-    256 KiB or more run in place, from any root, from an ordinary input and into an ordinary
+    symmetric outputs and reduce_scatter_tensor from symmetric inputs of 1 MiB or more run in
+    place, from any root, from an ordinary input and into an ordinary
     output or the input's own block; smaller ones run in the arena."""
     import torch
     import torch.distributed as dist
@@ -137,7 +138,7 @@ def _job_movement(ctx):
     import torch_hccl_go.symm as symm
 
     r, p = ctx.rank, ctx.world_size
-    for n in (7, MIN_BYTES // 4 + 3, GATHER_MIN_BYTES // 4 // p + 5):
+    for n in (7, MIN_BYTES // 4 + 3, BLOCK_MIN_BYTES // 4 // p + 5):
         t = symm.empty(n, dtype=torch.float32)
         for root in range(p):
             t.fill_(float(r))
@@ -165,7 +166,7 @@ def _job_movement(ctx):
         routes = [(kind, nbytes, route) for kind, nbytes, route in _routes(path) if (kind, nbytes) in ours]
         assert len(routes) == p + 4, routes
         for kind, nbytes, route in routes:
-            least = GATHER_MIN_BYTES if kind == "allgather" else MIN_BYTES  # reducescatter: its input
+            least = BLOCK_MIN_BYTES if kind in ("allgather", "reducescatter") else MIN_BYTES
             want_route = "symmetric" if nbytes >= least else "arena"
             assert route == want_route, f"{kind} of {nbytes} bytes took {route}"
     return "ok"
