@@ -316,7 +316,8 @@ hcclGoResult_t hcclGoCommStats(hcclGoComm_t comm, char* buf, size_t len);
  * the target carries them out; its application takes no part). Collectives
  * on buffers of an allocation, on the communicator that made it, read the
  * peers' memory in place (all_reduce and broadcast from 256 KiB, all_gather
- * from 1 MiB of output) when every rank is on this host. Allocations and windows
+ * from 1 MiB of output, reduce_scatter from 1 MiB of input) when every rank
+ * is on this host. Allocations and windows
  * outlive their communicator: the mapping is released when hcclGoMemFree
  * and hcclGoWindowDestroy of every window on it have been called. Errors
  * of these calls are read with hcclGoGetLastError(0). */
