@@ -31,8 +31,8 @@ const algoSymm collectives.Algorithm = "symmetric"
 
 // SymmetricMinBytes is the smallest all_reduce that runs in place: below
 // it the in-place op's two barriers cost more than the arena's copies save
-// (measured at 2 ranks: 128 KiB 0.85x the arena's speed, 256 KiB 1.8x;
-// bench/results/2026-12-07/symm-allreduce). The C lane declines the same
+// (all_reduce at 2 ranks, bench/symm_ops.py: 128 KiB 0.85x the arena's
+// speed, 256 KiB 1.7-1.8x; broadcast 256 KiB 1.0-1.5x). The C lane declines the same
 // sizes (export/symm_spans.c), so every rank takes the same path.
 const SymmetricMinBytes = 256 << 10
 
