@@ -13,8 +13,9 @@
 `empty` returns an ordinary CPU tensor whose storage is a shared-memory segment that
 the group's ranks on this host map (all ranks of a host, not a copy). Collectives on such
 tensors read the peers' memory in place: all_reduce and broadcast from 256 KiB,
-all_gather_into_tensor from 1 MiB of output, reduce_scatter_tensor from 1 MiB of input. `allocating()` makes torch allocate large
-tensors that way, and `DistributedDataParallel` uses it for DDP's gradient buckets:
+all_gather_into_tensor from 1 MiB of output, reduce_scatter_tensor from 1 MiB of input.
+`allocating()` makes torch allocate large tensors that way, and `DistributedDataParallel`
+uses it for DDP's gradient buckets:
 
     model = symm.DistributedDataParallel(model)   # buckets in symmetric memory
 
