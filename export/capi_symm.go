@@ -129,22 +129,22 @@ func goMemAlloc(h C.hcclGoComm_t, size C.size_t, ptr *unsafe.Pointer) (rc C.hccl
 	return C.hcclGoSuccess
 }
 
-// register lets c run all_reduces on a's memory in place, when every rank
-// of c is on this host: C's lane must decline them first (symm_spans.c),
-// so an allocation C cannot note is not registered (its ops take the
-// arena, on every rank alike as long as ranks hold as many allocations).
+// register lets c run collectives on a's memory in place, when every rank
+// of c is on this host: C's lane must decline them too (symm_spans.c), so
+// an allocation C cannot note is not registered (its ops take the arena,
+// on every rank alike as long as ranks hold as many allocations). No op
+// names the memory before hcclGoMemAlloc returns, so the order of the two
+// registrations does not matter.
 func register(a *allocEntry, c *pgbackend.Communicator) {
-	for r := range a.w.Size() {
-		if !a.w.Local(r) {
-			return
-		}
+	if !c.RegisterWindow(a.w) {
+		return // a rank of another host: the usual paths
 	}
 	C.hg_symm_min_bytes = C.size_t(pgbackend.SymmetricMinBytes)
 	C.hg_symm_block_min_bytes = C.size_t(pgbackend.SymmetricBlockMinBytes)
 	if C.hg_symm_add(C.uintptr_t(a.base), C.size_t(a.w.Bytes())) == 0 {
+		c.UnregisterWindow(a.w)
 		return
 	}
-	c.RegisterWindow(a.w)
 	a.owner = c
 }
 

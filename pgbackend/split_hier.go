@@ -30,10 +30,11 @@ func (c *Communicator) connectSplitHier(ctx context.Context, root *Communicator)
 	if rt == nil || rt.hosts == nil || rt.model == nil || !c.cfg.ShmCollectives {
 		return nil
 	}
-	if !sharesHostsAcross(rt.hosts.Hosts, c.split.rootRanks) {
+	ids := splitHostIDs(rt.hosts.Hosts, c.split.rootRanks)
+	if hosts, _ := topo.GroupHosts(ids); topo.ArenaGroups(hosts) == nil {
 		return nil
 	}
-	t, err := splitTopology(rt, c.split.rootRanks, c.cfg)
+	t, err := splitTopology(rt, c.split.rootRanks, ids, c.cfg)
 	if err != nil {
 		return fmt.Errorf("topology of the split's ranks: %w", err)
 	}
@@ -71,30 +72,26 @@ func (c *Communicator) connectSplitHier(ctx context.Context, root *Communicator)
 	return nil
 }
 
-// sharesHostsAcross says whether the ranks rootRanks of a root whose
-// hosts are rootHosts span two or more hosts, two or more of them on one.
-func sharesHostsAcross(rootHosts [][]int, rootRanks []int) bool {
-	spanned, shared := 0, false
-	for _, host := range rootHosts {
-		k := 0
-		for _, r := range rootRanks {
+// splitHostIDs names the root's host of every member of a split (rootRanks
+// are the members' root ranks; rootHosts the root's arena hierarchy hosts).
+func splitHostIDs(rootHosts [][]int, rootRanks []int) []string {
+	ids := make([]string, len(rootRanks))
+	for i, r := range rootRanks {
+		for h, host := range rootHosts {
 			if slices.Contains(host, r) {
-				k++
+				ids[i] = fmt.Sprint(h)
 			}
 		}
-		if k > 0 {
-			spanned++
-		}
-		shared = shared || k > 1
 	}
-	return spanned > 1 && shared
+	return ids
 }
 
 // splitTopology is the root topology rt cut down to the split's ranks:
 // its graph's links among them where rt has a graph (measured or loaded
-// links stay measured), its hosts with nominal links otherwise, and a
+// links stay measured), its hosts (ids, splitHostIDs) with nominal links
+// otherwise, and a
 // model with rt's parameters (the root's measured copy and reduce speeds).
-func splitTopology(rt *topology, rootRanks []int, cfg Config) (*topology, error) {
+func splitTopology(rt *topology, rootRanks []int, ids []string, cfg Config) (*topology, error) {
 	n := len(rootRanks)
 	params := rt.model.Params()
 	params.NUMALevel = false // the NUMA level is the root's alone
@@ -104,14 +101,6 @@ func splitTopology(rt *topology, rootRanks []int, cfg Config) (*topology, error)
 		t.graph = subGraph(rt.graph, rootRanks)
 		t.model, err = topo.NewCostModel(t.graph, params)
 	} else {
-		ids := make([]string, n)
-		for i, r := range rootRanks {
-			for h, host := range rt.hosts.Hosts {
-				if slices.Contains(host, r) {
-					ids[i] = fmt.Sprint(h)
-				}
-			}
-		}
 		t.model, err = hostModel(ids, params)
 	}
 	if err != nil {

@@ -169,9 +169,11 @@ func (c *Communicator) answerSymm(p int, kind, id uint64, off, n int) error {
 	}
 	switch kind {
 	case symmPut:
-		into := make([]byte, n) // a request this rank cannot serve is still read off the link
+		var into []byte
 		if werr == nil {
 			into = region[off : off+n]
+		} else {
+			into = make([]byte, n) // a refused put is still read off the link
 		}
 		if err := c.ep.Recv(ctx, p, symmRequestTag, into); err != nil {
 			return err

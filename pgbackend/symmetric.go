@@ -51,12 +51,22 @@ type symmetricWindows struct {
 	ws []*symm.Window
 }
 
-// RegisterWindow lets the communicator's all_reduces on buffers inside w
-// run in place. w must span the communicator's ranks.
-func (c *Communicator) RegisterWindow(w *symm.Window) {
+// RegisterWindow lets the communicator's collectives on buffers inside w
+// run in place, when w spans the communicator's ranks, all on this host;
+// it reports whether it registered w.
+func (c *Communicator) RegisterWindow(w *symm.Window) bool {
+	if w.Size() != c.size || w.Rank() != c.rank {
+		return false
+	}
+	for r := range w.Size() {
+		if !w.Local(r) {
+			return false
+		}
+	}
 	c.symm.mu.Lock()
 	defer c.symm.mu.Unlock()
 	c.symm.ws = append(c.symm.ws, w)
+	return true
 }
 
 // UnregisterWindow undoes RegisterWindow (before w closes).
@@ -67,23 +77,18 @@ func (c *Communicator) UnregisterWindow(w *symm.Window) {
 }
 
 // symmetricSpan finds the registered window that holds both send and recv
-// in this rank's region, and their offsets there. ok is false when there is
-// none, or when the window does not span this communicator's ranks on
-// this host.
+// in this rank's region, and their offsets there (ok false: none).
 func (c *Communicator) symmetricSpan(send, recv []byte) (w *symm.Window, sendOff, recvOff int, ok bool) {
 	c.symm.mu.RLock()
 	defer c.symm.mu.RUnlock()
 	for _, w := range c.symm.ws {
-		if w.Size() != c.size || w.Rank() != c.rank {
-			continue
-		}
 		region, err := w.Region(c.rank)
 		if err != nil {
 			continue
 		}
 		s, sok := offsetIn(region, send)
 		r, rok := offsetIn(region, recv)
-		if sok && rok && allLocal(w) {
+		if sok && rok {
 			return w, s, r, true
 		}
 	}
@@ -106,15 +111,6 @@ func offsetIn(region, b []byte) (int, bool) {
 		return 0, false
 	}
 	return int(p - base), true
-}
-
-func allLocal(w *symm.Window) bool {
-	for r := range w.Size() {
-		if !w.Local(r) {
-			return false
-		}
-	}
-	return true
 }
 
 // symmetricAllReduce is the body of an all_reduce on symmetric buffers, or

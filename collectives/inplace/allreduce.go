@@ -145,8 +145,10 @@ func ReduceScatter(ctx context.Context, w *symm.Window, ch int, seq uint64, send
 	})
 }
 
-// foldInto writes the rank-order reduction of the inputs into out, a chunk
-// at a time through a scratch accumulator (out may be one of the inputs).
+// foldInto writes the rank-order reduction of the inputs into out. out
+// may be one of the inputs (in place): each chunk then goes through a
+// scratch accumulator when that input is read after the fold has begun
+// writing out (rank 2 or later); otherwise it folds into out itself.
 func foldInto(dt reduce.DType, op reduce.Op, in [][]byte, out []byte, es int) {
 	p := len(in)
 	if p == 1 {
@@ -155,11 +157,21 @@ func foldInto(dt reduce.DType, op reduce.Op, in [][]byte, out []byte, es int) {
 		}
 		return
 	}
-	step := chunkBytes / es * es
-	acc := make([]byte, min(step, len(out)))
+	aliased := false
+	for _, x := range in[2:] {
+		aliased = aliased || sameStart(x, out)
+	}
+	step := chunkBytes / es * es // each chunk stays in cache while every input is added
+	var acc []byte
+	if aliased {
+		acc = make([]byte, min(step, len(out)))
+	}
 	for a := 0; a < len(out); a += step {
 		b := min(a+step, len(out))
-		c := acc[:b-a]
+		c := out[a:b]
+		if aliased {
+			c = acc[:b-a]
+		}
 		reduce.Reduce3(dt, op, c, in[0][a:b], in[1][a:b])
 		for k := 2; k < p; k++ {
 			reduce.Reduce(dt, op, c, in[k][a:b])
@@ -167,7 +179,9 @@ func foldInto(dt reduce.DType, op reduce.Op, in [][]byte, out []byte, es int) {
 		if op == reduce.Avg {
 			reduce.DivideBy(dt, c, p)
 		}
-		copy(out[a:b], c)
+		if aliased {
+			copy(out[a:b], c)
+		}
 	}
 }
 
