@@ -35,6 +35,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--sizes", default="1MiB,16MiB,128MiB", help="bytes of each output (default 1MiB,16MiB,128MiB)")
     p.add_argument("--iters", type=int, default=20, help="timed rounds per size (default 20, after 2 untimed)")
     p.add_argument("--json", default="", help="rank 0 writes the figures here")
+    p.add_argument("--gap-ms", type=float, default=0, help="idle time before each timed op (default 0)")
+    p.add_argument("--small-ops", type=int, default=0, help="8-byte all_reduces before each timed op (default 0)")
     args = p.parse_args(argv)
     sizes = parse_sizes(args.sizes)
 
@@ -44,9 +46,12 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     for opname in args.ops.split(","):
         for size in sizes:
-            rows.append(_time(opname, size, world, rank, control, args.iters))
+            rows.append(_time(opname, size, world, rank, control, args.iters, args.gap_ms, args.small_ops))
     if rank == 0:
-        print(f"# float32, world {world}, median of {args.iters} rounds, slowest rank")
+        print(
+            f"# float32, world {world}, median of {args.iters} rounds, slowest rank; before each timed op "
+            f"{args.small_ops} small all_reduces and {args.gap_ms:g} ms idle"
+        )
         head = f"{'op':>10} {'size':>8} {'ordinary us':>12} {'busbw GB/s':>10} {'symmetric us':>13} {'busbw GB/s':>10}"
         print(f"{head} {'speed-up':>8}")
         for row in rows:
@@ -72,8 +77,11 @@ FACTORS = {
 }
 
 
-def _time(opname: str, size: int, world: int, rank: int, control, iters: int) -> dict:
-    """One op at one size (the output's bytes), ordinary and symmetric tensors interleaved."""
+def _time(opname: str, size: int, world: int, rank: int, control, iters: int, gap_ms: float, small_ops: int) -> dict:
+    """One op at one size (the output's bytes), ordinary and symmetric tensors interleaved; each
+    timed op after gap_ms of idle time and small_ops 8-byte all_reduces (what a job does
+    before it)."""
+    tiny = torch.zeros(2)
     n = size // 4
     block = n // world
     tensors = {
@@ -98,6 +106,10 @@ def _time(opname: str, size: int, world: int, rank: int, control, iters: int) ->
     for i in range(iters + 2):
         for kind, (out, mine) in tensors.items():
             dist.barrier(group=control)
+            for _ in range(small_ops):
+                dist.all_reduce(tiny)
+            if gap_ms > 0:
+                time.sleep(gap_ms / 1e3)
             t0 = time.perf_counter()
             run(out, mine)
             if i >= 2:
