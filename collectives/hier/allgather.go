@@ -31,7 +31,7 @@ import (
 // receives about (p-R_h)/R_h blocks. In the arena: an all-gather of p·b
 // bytes among R_h ranks, plus a local copy of p·b into place.
 func (c *Comm) AllGather(ctx context.Context, tag transport.Tag, send, recv []byte, o collectives.Options) error {
-	return wrapOp("allgather", c.Rank(), c.allGather(ctx, tag, send, recv, o))
+	return c.wrapOp("allgather", c.allGather(ctx, tag, send, recv, o))
 }
 
 func (c *Comm) allGather(ctx context.Context, tag transport.Tag, send, recv []byte, o collectives.Options) error {

@@ -42,7 +42,7 @@ import (
 // boundary once would send 2(p-1)/p·n per rank. Avg sums in every phase
 // and divides once, PreMulSum scales in phase 1.
 func (c *Comm) AllReduce(ctx context.Context, tag transport.Tag, send, recv []byte, dt reduce.DType, op reduce.Op, preMul float64, o collectives.Options) error {
-	return wrapOp("allreduce", c.Rank(), c.allReduce(ctx, tag, send, recv, dt, op, preMul, collectives.NoCompression, o))
+	return c.wrapOp("allreduce", c.allReduce(ctx, tag, send, recv, dt, op, preMul, collectives.NoCompression, o))
 }
 
 // AllReduceCompressed is AllReduce whose inter-host phase travels as
@@ -62,7 +62,7 @@ func (c *Comm) AllReduceCompressed(ctx context.Context, tag transport.Tag, send,
 	if comp != collectives.NoCompression && comp != "" {
 		name += " " + string(comp)
 	}
-	return wrapOp(name, c.Rank(), c.allReduce(ctx, tag, send, recv, dt, op, preMul, comp, o))
+	return c.wrapOp(name, c.allReduce(ctx, tag, send, recv, dt, op, preMul, comp, o))
 }
 
 // allReduceOp is one all_reduce: its arguments and the phases of a round.

@@ -26,7 +26,7 @@ import (
 // With the chain each host receives n bytes across once and sends n on,
 // root's host sends n; in the arena a broadcast of n among R_h ranks.
 func (c *Comm) Broadcast(ctx context.Context, tag transport.Tag, send, recv []byte, root int, o collectives.Options) error {
-	return wrapOp("broadcast", c.Rank(), c.broadcast(ctx, tag, send, recv, root, o))
+	return c.wrapOp("broadcast", c.broadcast(ctx, tag, send, recv, root, o))
 }
 
 func (c *Comm) broadcast(ctx context.Context, tag transport.Tag, send, recv []byte, root int, o collectives.Options) error {

@@ -1,6 +1,7 @@
 package hier
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 
@@ -128,10 +129,17 @@ func (c *Comm) leaders(root int) (ranks []int, rootAt int) {
 	return ranks, c.hostOf[root]
 }
 
-// wrapOp adds the collective's name and the caller's rank to err.
-func wrapOp(name string, rank int, err error) error {
+// wrapOp adds the collective's name and the caller's rank to err. An op
+// that failed past its argument checks may leave host peers waiting in the
+// arena for this rank's next phase (when it failed across hosts): the
+// arena is failed with the error, which stops their waits with it.
+func (c *Comm) wrapOp(name string, err error) error {
 	if err == nil {
 		return nil
 	}
-	return fmt.Errorf("hier %s rank %d: %w", name, rank, err)
+	err = fmt.Errorf("hier %s rank %d: %w", name, c.Rank(), err)
+	if c.arena != nil && !errors.Is(err, args.ErrInvalidArgument) {
+		c.arena.Fail(err)
+	}
+	return err
 }

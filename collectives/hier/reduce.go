@@ -25,7 +25,7 @@ import (
 // host receives n; in the arena a reduce of n among R_h ranks. Avg sums in
 // both phases and divides once, PreMulSum scales in phase 1.
 func (c *Comm) Reduce(ctx context.Context, tag transport.Tag, send, recv []byte, dt reduce.DType, op reduce.Op, preMul float64, root int, o collectives.Options) error {
-	return wrapOp("reduce", c.Rank(), c.reduce(ctx, tag, send, recv, dt, op, preMul, root, o))
+	return c.wrapOp("reduce", c.reduce(ctx, tag, send, recv, dt, op, preMul, root, o))
 }
 
 func (c *Comm) reduce(ctx context.Context, tag transport.Tag, send, recv []byte, dt reduce.DType, op reduce.Op, preMul float64, root int, o collectives.Options) error {

@@ -28,7 +28,7 @@ import (
 // any algorithm moves. A rank alone on its host forwards its own input.
 // Avg sums in every phase and divides once, PreMulSum scales in phase 1.
 func (c *Comm) ReduceScatter(ctx context.Context, tag transport.Tag, send, recv []byte, dt reduce.DType, op reduce.Op, preMul float64) error {
-	return wrapOp("reducescatter", c.Rank(), c.reduceScatter(ctx, tag, send, recv, dt, op, preMul))
+	return c.wrapOp("reducescatter", c.reduceScatter(ctx, tag, send, recv, dt, op, preMul))
 }
 
 func (c *Comm) reduceScatter(ctx context.Context, tag transport.Tag, send, recv []byte, dt reduce.DType, op reduce.Op, preMul float64) error {

@@ -34,6 +34,7 @@ type Arena struct {
 	waiters []*atomic.Uint32
 	bells   []*atomic.Uint32
 	places  []*atomic.Uint64    // where each rank last waited (placement.go)
+	fails   []*atomic.Uint64    // each rank's failed word (failure.go)
 	flags   [2][]*atomic.Uint64 // inline slot flags by parity
 	stamps  [2][][]byte         // inline slot stamps by parity
 	inline  [2][][]byte         // inline payloads by parity
@@ -42,10 +43,11 @@ type Arena struct {
 	spin time.Duration // how long a wait spins before it yields
 	pl   placement     // keeps this rank off its peers' CPU
 
-	// op serialises operations and guards epoch and broken.
-	op     sync.Mutex
-	epoch  uint64 // last epoch this rank started
-	broken error  // why operations are refused, or nil
+	// op serialises operations and guards epoch.
+	op    sync.Mutex
+	epoch uint64 // last epoch this rank started
+	// failed holds why operations are refused (Fail), or nil.
+	failed atomic.Pointer[error]
 
 	// life guards the mappings: operations hold it for reading, Close takes
 	// it for writing before unmapping.
@@ -199,6 +201,7 @@ func (a *Arena) bindViews() {
 	a.waiters = make([]*atomic.Uint32, p)
 	a.bells = make([]*atomic.Uint32, p)
 	a.places = make([]*atomic.Uint64, p)
+	a.fails = make([]*atomic.Uint64, p)
 	for par := range 2 {
 		a.flags[par] = make([]*atomic.Uint64, p)
 		a.stamps[par] = make([][]byte, p)
@@ -212,6 +215,7 @@ func (a *Arena) bindViews() {
 		a.waiters[j] = word32(m, hWaiters)
 		a.bells[j] = word32(m, hBell)
 		a.places[j] = word64(m, hPlace)
+		a.fails[j] = word64(m, hFailed)
 		for par := range 2 {
 			off := g.inlineOffset(par)
 			end := off + g.inlineSlotSize()

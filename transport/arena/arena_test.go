@@ -126,7 +126,9 @@ func TestSleepingWaiterIsWoken(t *testing.T) {
 }
 
 func TestWaitEndsWithContext(t *testing.T) {
-	arenas := connectAll(t, 2, testConfig(shmDir(t)))
+	cfg := testConfig(shmDir(t))
+	cfg.FailureGrace = -1 // the deadline ends the wait at once (failure_test.go has the grace)
+	arenas := connectAll(t, 2, cfg)
 	a := arenas[0]
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()

@@ -35,6 +35,13 @@ type Config struct {
 	// waits for are still alive, and the longest one futex sleep lasts
 	// (default 100ms).
 	LivenessInterval time.Duration
+	// FailureGrace is how long a wait whose context's deadline has passed
+	// keeps watching the live peer it waits for, in case that peer fails
+	// the operation itself and publishes why (Fail) (default 1s; negative:
+	// none). The ranks of an op share its timeout: a peer stuck on a rank
+	// of another host times out at about the same moment, and its error
+	// names that rank where this one's could name only the peer.
+	FailureGrace time.Duration
 	// Liveness, when set, says whether local rank j is alive, in place of
 	// the lock each rank holds on its segment file: an arena of a subset of
 	// another arena's ranks asks that one (a split communicator's). The
@@ -50,6 +57,7 @@ const (
 	defaultSpinTime         = 2 * time.Microsecond
 	defaultYieldTime        = time.Millisecond
 	defaultLivenessInterval = 100 * time.Millisecond
+	defaultFailureGrace     = time.Second
 
 	maxInlineBytes = 1 << 20
 	maxDataBytes   = 1 << 34
@@ -76,6 +84,10 @@ func (c Config) withDefaults() (Config, error) {
 	if c.LivenessInterval == 0 {
 		c.LivenessInterval = defaultLivenessInterval
 	}
+	if c.FailureGrace == 0 {
+		c.FailureGrace = defaultFailureGrace
+	}
+	c.FailureGrace = max(c.FailureGrace, 0)
 	c.SpinTime = max(c.SpinTime, 0)
 	c.YieldTime = max(c.YieldTime, 0)
 	switch {

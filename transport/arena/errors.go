@@ -14,6 +14,10 @@ var (
 	// ErrPeerGone is wrapped by PeerError when a peer died or closed its
 	// arena.
 	ErrPeerGone = errors.New("peer exited or closed its arena")
+	// ErrPeerFailed is wrapped by PeerError when a peer failed an
+	// operation (Fail) before posting what this rank waited for; the
+	// error carries the peer's own message.
+	ErrPeerFailed = errors.New("peer failed the operation")
 )
 
 // PeerError names the peer (by global rank) that a wait failed on.

@@ -17,6 +17,9 @@ import (
 //	  line 2  posted (the owner's last posted epoch), waiters (peers that
 //	          may sleep on the bell), bell (futex word, bumped to wake them),
 //	          place (the CPU the owner last waited on, see placement.go)
+//	  line 3  failed (the owner's epoch when it failed, plus one; 0: not
+//	          failed), the length of the failure message
+//	  lines 4-11  the failure message (failure.go), written before failed
 //	inline slots, parity 0 and 1: each a flag word (the epoch of the data),
 //	  the stamp of the operation that epoch began (three words, see
 //	  stamp.go), then InlineBytes of payload, in whole cache lines
@@ -28,7 +31,7 @@ const (
 	stampBytes = 24 // the Stamp after it (three words), in the same cache line
 
 	segMagic   = 0x616e657261636368 // "hccarena", stored last: the header is ready
-	segVersion = 3                  // 2: stamps in the inline slots; 3: place word
+	segVersion = 4                  // 2: stamps in the inline slots; 3: place word; 4: failure record
 
 	hMagic       = 0
 	hVersion     = 8
@@ -43,6 +46,10 @@ const (
 	hWaiters     = 2*lineSize + 8
 	hBell        = 2*lineSize + 12
 	hPlace       = 2*lineSize + 16
+	hFailed      = 3 * lineSize
+	hFailLen     = 3*lineSize + 8
+	hFailMsg     = 4 * lineSize
+	failMsgBytes = 8 * lineSize
 	headerSize   = pageSize
 )
 

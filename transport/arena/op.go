@@ -10,9 +10,9 @@ import (
 // success the caller must call End.
 func (a *Arena) Begin(seq uint64) error {
 	a.op.Lock()
-	if a.broken != nil {
+	if failed := a.failed.Load(); failed != nil {
 		a.op.Unlock()
-		return fmt.Errorf("op seq %d: %w: %w", seq, ErrBroken, a.broken)
+		return fmt.Errorf("op seq %d: %w: %w", seq, ErrBroken, *failed)
 	}
 	a.life.RLock()
 	if a.closed.Load() {
@@ -24,10 +24,11 @@ func (a *Arena) Begin(seq uint64) error {
 }
 
 // End finishes the operation started by Begin. A non-nil err means it
-// stopped part-way: the arena then refuses further operations.
+// stopped part-way: the arena then refuses further operations, and the
+// peers waiting for this rank stop with err (Fail).
 func (a *Arena) End(err error) {
-	if err != nil && a.broken == nil {
-		a.broken = err
+	if err != nil {
+		a.fail(err)
 	}
 	a.life.RUnlock()
 	a.op.Unlock()

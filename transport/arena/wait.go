@@ -41,7 +41,7 @@ func (a *Arena) wait(ctx context.Context, j int, w *atomic.Uint64, e uint64) err
 				return nil
 			}
 		}
-		if err := a.interrupted(ctx, j, e); err != nil {
+		if err := a.interrupted(ctx, j, w, e); err != nil {
 			return err
 		}
 		if time.Since(start) >= spinEnd {
@@ -69,6 +69,9 @@ func (a *Arena) wait(ctx context.Context, j int, w *atomic.Uint64, e uint64) err
 			}
 			return nil
 		}
+		if err := a.failedBeforePosting(j, w, e); err != nil {
+			return err
+		}
 		elapsed := time.Since(start)
 		if elapsed >= nextLiveness {
 			if err := a.checkPeer(j, w, e); err != nil {
@@ -77,7 +80,7 @@ func (a *Arena) wait(ctx context.Context, j int, w *atomic.Uint64, e uint64) err
 			nextLiveness = elapsed + a.cfg.LivenessInterval
 		}
 		if elapsed < yieldEnd {
-			if err := a.interrupted(ctx, j, e); err != nil {
+			if err := a.interrupted(ctx, j, w, e); err != nil {
 				return err
 			}
 			y.Yield()
@@ -95,13 +98,17 @@ func (a *Arena) wait(ctx context.Context, j int, w *atomic.Uint64, e uint64) err
 		// re-check everything that could have changed before sleeping.
 		a.waiters[j].Add(1)
 		b := bell.Load()
-		if err := a.interrupted(ctx, j, e); err != nil {
+		if err := a.interrupted(ctx, j, w, e); err != nil {
 			a.waiters[j].Add(^uint32(0))
 			return err
 		}
 		if w.Load() >= e {
 			a.waiters[j].Add(^uint32(0))
 			return nil
+		}
+		if err := a.failedBeforePosting(j, w, e); err != nil {
+			a.waiters[j].Add(^uint32(0))
+			return err
 		}
 		d := min(a.cfg.LivenessInterval, nextLiveness-elapsed)
 		if dl, ok := ctx.Deadline(); ok {
@@ -118,16 +125,22 @@ func (a *Arena) wait(ctx context.Context, j int, w *atomic.Uint64, e uint64) err
 	}
 }
 
-// interrupted returns why a wait must stop early: Close or the context.
+// interrupted returns why a wait for local rank j's epoch e (shown by w)
+// must stop early: Close or the context. At the context's deadline it
+// first gives j a grace to publish a failure of its own (graceFailure),
+// which the error then carries.
 // It asks ctx.Err rather than ctx.Done: an op's context makes its deadline
 // timer only once something needs Done (pgbackend's opContext), and arming
 // a runtime timer wakes the network poller's thread; only a wait that goes
 // to sleep needs Done.
-func (a *Arena) interrupted(ctx context.Context, j int, e uint64) error {
+func (a *Arena) interrupted(ctx context.Context, j int, w *atomic.Uint64, e uint64) error {
 	if a.closed.Load() {
 		return ErrClosed
 	}
 	if err := ctx.Err(); err != nil {
+		if failure := a.graceFailure(ctx, j, w, e); failure != nil {
+			return fmt.Errorf("wait for peer rank %d at epoch %d: %w; meanwhile %w", a.ranks[j], e, err, failure)
+		}
 		return fmt.Errorf("wait for peer rank %d at epoch %d: %w", a.ranks[j], e, err)
 	}
 	return nil
