@@ -17,7 +17,9 @@ import (
 // broadcast from rank 2, so host 0's leader (rank 0) fails on its exchange
 // with rank 2 while rank 1 waits for it in the arena. Rank 1's error must
 // carry rank 0's, which names rank 2: at once when rank 0 fails early (its
-// link is cut), and at their shared deadline when both time out together.
+// link is cut), and when both time out together at their shared deadline,
+// whichever of them notices it first (rank 1 then waits for rank 0's
+// error: arena's TestDeadlineWaitsGraceForPeersFailure).
 func TestHostPeersLearnWhyLeaderFailed(t *testing.T) {
 	cases := []struct {
 		name         string
@@ -58,8 +60,6 @@ func TestHostPeersLearnWhyLeaderFailed(t *testing.T) {
 			assert.Contains(t, errs[1].Error(), "rank 2", "so rank 1's names the absent rank too")
 			if tc.leaderCancel {
 				assert.Less(t, time.Since(start), 5*time.Second, "rank 1 stops when rank 0 fails, not at its timeout")
-			} else {
-				assert.ErrorIs(t, errs[1], context.DeadlineExceeded, "rank 1 still reports its own timeout")
 			}
 		})
 	}

@@ -78,6 +78,18 @@ std::vector<size_t> countsOf(const std::vector<at::Tensor>& ts, bool* uniform) {
   return counts;
 }
 
+// Element counts (in C elements) of blocks of `rows` rows of t each.
+std::vector<size_t> rowCounts(const at::Tensor& t, const std::vector<int64_t>& rows) {
+  const int64_t total = std::accumulate(rows.begin(), rows.end(), int64_t{0});
+  const size_t perRow = total == 0 ? 0 : countOf(t) / static_cast<size_t>(total);
+  std::vector<size_t> counts;
+  counts.reserve(rows.size());
+  for (int64_t r : rows) {
+    counts.push_back(static_cast<size_t>(r) * perRow);
+  }
+  return counts;
+}
+
 std::vector<size_t> displacements(const std::vector<size_t>& counts) {
   std::vector<size_t> displs(counts.size(), 0);
   for (size_t i = 1; i < counts.size(); ++i) {
@@ -496,6 +508,32 @@ c10::intrusive_ptr<c10d::Work> HcclGoBackend::alltoall_base(at::Tensor& outputBu
   };
   std::vector<int64_t> outRows = rowsPerPeer(outputBuffer, outputSplitSizes, "output");
   std::vector<int64_t> inRows = rowsPerPeer(inputBuffer, inputSplitSizes, "input");
+  const bool equal = inputSplitSizes.empty() && outputSplitSizes.empty();
+  // Issues the exchange of bi into bo on work handle h (NULL: blocking).
+  auto exchange = [&](const Buffer& bi, const Buffer& bo, const std::vector<size_t>& sendCounts,
+                      const std::vector<size_t>& sendDispls, const std::vector<size_t>& recvCounts,
+                      const std::vector<size_t>& recvDispls, hcclGoWork_t* h) {
+    if (equal) {
+      return hcclGoAllToAll(bi.ptr, bo.ptr, bi.count / size_, bi.dtype, comm_, stream(), h);
+    }
+    return hcclGoAllToAllV(bi.ptr, sendCounts.data(), sendDispls.data(), bo.ptr, recvCounts.data(), recvDispls.data(),
+                           bi.dtype, comm_, stream(), h);
+  };
+  if (noWork(opts.asyncOp, opts.timeout) && inputBuffer.is_contiguous() && outputBuffer.is_contiguous() &&
+      !overlaps(inputBuffer, outputBuffer)) {
+    Buffer bi = bufferOf(inputBuffer);
+    Buffer bo = bufferOf(outputBuffer);
+    std::vector<size_t> sendCounts, sendDispls, recvCounts, recvDispls;
+    if (!equal) {
+      sendCounts = rowCounts(inputBuffer, inRows);
+      sendDispls = displacements(sendCounts);
+      recvCounts = rowCounts(outputBuffer, outRows);
+      recvDispls = displacements(recvCounts);
+    }
+    if (runNow(op, [&] { return exchange(bi, bo, sendCounts, sendDispls, recvCounts, recvDispls, nullptr); })) {
+      return {};
+    }
+  }
   auto work = newWork(c10d::OpType::ALLTOALL_BASE, op, {inputBuffer}, opts.timeout);
   {
     Issue is(*this, work, blocking(opts.asyncOp, opts.timeout));
@@ -506,29 +544,12 @@ c10::intrusive_ptr<c10d::Work> HcclGoBackend::alltoall_base(at::Tensor& outputBu
     }
     Buffer bi = bufferOf(in);
     Buffer bo = bufferOf(out);
-    const bool equal = inputSplitSizes.empty() && outputSplitSizes.empty();
-    if (equal) {
-      const size_t count = bi.count / size_;
-      is.call([&](hcclGoWork_t* h) { return hcclGoAllToAll(bi.ptr, bo.ptr, count, bi.dtype, comm_, stream(), h); });
-    } else {
-      auto elementCounts = [&](const at::Tensor& t, const std::vector<int64_t>& rows) {
-        const int64_t total = std::accumulate(rows.begin(), rows.end(), int64_t{0});
-        const size_t perRow = total == 0 ? 0 : countOf(t) / static_cast<size_t>(total);
-        std::vector<size_t> counts;
-        for (int64_t r : rows) {
-          counts.push_back(static_cast<size_t>(r) * perRow);
-        }
-        return counts;
-      };
-      const auto& sendCounts = work->keepCounts(elementCounts(in, inRows));
-      const auto& sendDispls = work->keepCounts(displacements(sendCounts));
-      const auto& recvCounts = work->keepCounts(elementCounts(out, outRows));
-      const auto& recvDispls = work->keepCounts(displacements(recvCounts));
-      is.call([&](hcclGoWork_t* h) {
-        return hcclGoAllToAllV(bi.ptr, sendCounts.data(), sendDispls.data(), bo.ptr, recvCounts.data(),
-                               recvDispls.data(), bi.dtype, comm_, stream(), h);
-      });
-    }
+    static const std::vector<size_t> none;
+    const auto& sendCounts = equal ? none : work->keepCounts(rowCounts(in, inRows));
+    const auto& sendDispls = equal ? none : work->keepCounts(displacements(sendCounts));
+    const auto& recvCounts = equal ? none : work->keepCounts(rowCounts(out, outRows));
+    const auto& recvDispls = equal ? none : work->keepCounts(displacements(recvCounts));
+    is.call([&](hcclGoWork_t* h) { return exchange(bi, bo, sendCounts, sendDispls, recvCounts, recvDispls, h); });
     work->setOutputs({outputBuffer});
   }
   return handOver(std::move(work));
@@ -544,6 +565,26 @@ c10::intrusive_ptr<c10d::Work> HcclGoBackend::alltoall(std::vector<at::Tensor>& 
   checkTensorList(inputTensors, op, "input", /*sameSize=*/false);
   checkTensorList(outputTensors, op, "output", /*sameSize=*/false);
   checkSameDtype(outputTensors[0], "output[0]", inputTensors[0], "input[0]", op);
+  if (noWork(opts.asyncOp, opts.timeout)) {
+    // Lists that already lie back to back run at once, on their memory.
+    auto in = flatViewOf(inputTensors);
+    auto out = flatViewOf(outputTensors);
+    if (in && out && !overlaps(*in, *out)) {
+      bool uniform = false;
+      const auto sendCounts = countsOf(inputTensors, &uniform);
+      const auto sendDispls = displacements(sendCounts);
+      const auto recvCounts = countsOf(outputTensors, &uniform);
+      const auto recvDispls = displacements(recvCounts);
+      Buffer bi = bufferOf(*in);
+      Buffer bo = bufferOf(*out);
+      if (runNow(op, [&] {
+            return hcclGoAllToAllV(bi.ptr, sendCounts.data(), sendDispls.data(), bo.ptr, recvCounts.data(),
+                                   recvDispls.data(), bi.dtype, comm_, stream(), nullptr);
+          })) {
+        return {};
+      }
+    }
+  }
   auto work = newWork(c10d::OpType::ALLTOALL, op, inputTensors, opts.timeout);
   {
     Issue is(*this, work, blocking(opts.asyncOp, opts.timeout));
