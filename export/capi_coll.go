@@ -243,12 +243,7 @@ func goAllToAll(send, recv unsafe.Pointer, count C.size_t, dt C.hcclGoDataType_t
 		if err != nil {
 			return pgbackend.Call{}, err
 		}
-		block := int(count) * d.Size()
-		counts, displs := make([]int, c.Size()), make([]int, c.Size())
-		for i := range counts {
-			counts[i], displs[i] = block, i*block
-		}
-		return c.AllToAllVCall(s, counts, displs, r, counts, displs, int(stream))
+		return c.AllToAllCall(s, r, int(stream))
 	})
 }
 

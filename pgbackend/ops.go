@@ -188,6 +188,33 @@ func (c *Communicator) ReduceScatterV(send, recv []byte, counts []int, dt reduce
 	})
 }
 
+// AllToAllCall checks an all_to_all of equal blocks (block i of send,
+// len(send)/size bytes, to rank i; every rank passes the same length) and
+// makes its Call. On one host it may read the peers' blocks in place
+// (intra.AllToAllWith, sharing all_gather's single-copy agreement).
+func (c *Communicator) AllToAllCall(send, recv []byte, stream int) (Call, error) {
+	if len(send) != len(recv) || len(send)%c.size != 0 {
+		return Call{}, c.invalid("alltoall", "send has %d bytes and recv %d: want equal lengths, a multiple of %d ranks", len(send), len(recv), c.size)
+	}
+	o := c.options("alltoall", 0)
+	return Call{stream, movement("alltoall", len(send), -1).algo(o), func(ctx context.Context, tag transport.Tag) error {
+		if a := c.arenaFor(stream, o); a != nil {
+			return intra.AllToAllWith(ctx, a, c.singleCopyGather[stream], uint64(tag), send, recv)
+		}
+		counts, displs := evenBlocks(c.size, len(send)/c.size)
+		return collectives.AllToAllV(ctx, c.ep, tag, send, counts, displs, recv, counts, displs, o)
+	}}, nil
+}
+
+// evenBlocks are the counts and displacements of p blocks of m bytes.
+func evenBlocks(p, m int) (counts, displs []int) {
+	counts, displs = make([]int, p), make([]int, p)
+	for i := range p {
+		counts[i], displs[i] = m, i*m
+	}
+	return counts, displs
+}
+
 // AllToAllV sends send[sendDispls[i]:+sendCounts[i]] to rank i and receives
 // rank i's block into recv[recvDispls[i]:+recvCounts[i]] (all in bytes).
 func (c *Communicator) AllToAllV(send []byte, sendCounts, sendDispls []int, recv []byte, recvCounts, recvDispls []int, stream int) (*streams.Work, error) {

@@ -84,6 +84,16 @@ func readBlocks(ctx context.Context, a *arena.Arena, sc *SingleCopy, send, recv 
 		}
 	}
 	args.CopyUnlessSame(recv[me*m:(me+1)*m], send)
+	err := endReads(ctx, a)
+	runtime.KeepAlive(send) // read by the peers until the first of endReads' epochs
+	return err
+}
+
+// endReads runs the two epochs that end a single-copy op once this rank
+// has read all it needs of the peers' buffers: F ("I read all I need of
+// yours") and F+1 ("I saw everyone post F"). A rank's buffers are safe to
+// hand back to its caller once it has seen F from everyone.
+func endReads(ctx context.Context, a *arena.Arena) error {
 	for range 2 {
 		e := a.Next()
 		a.Post(e)
@@ -91,6 +101,5 @@ func readBlocks(ctx context.Context, a *arena.Arena, sc *SingleCopy, send, recv 
 			return err
 		}
 	}
-	runtime.KeepAlive(send) // read by the peers until the first of the two epochs
 	return nil
 }

@@ -12,11 +12,12 @@ import (
 	"github.com/hccl-go/hccl-go/transport/arena"
 )
 
-// gatherTuning is singleCopyTuning with single-copy all_gathers from 4 KiB
-// to 1 MiB of recv.
+// gatherTuning is singleCopyTuning with single-copy all_gathers and even
+// all_to_alls from 4 KiB to 1 MiB of recv.
 func gatherTuning() tuning {
 	t := singleCopyTuning()
 	t.singleCopyGatherMin, t.singleCopyGatherMax = 4<<10, 1<<20
+	t.singleCopyAllToAllMin, t.singleCopyAllToAllMax = 4<<10, 1<<20
 	return t
 }
 

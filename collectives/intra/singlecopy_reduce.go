@@ -123,15 +123,9 @@ func (r *reduction) singleCopy(ctx context.Context, send, recv []byte) error {
 	}
 	// Two last epochs (see above): "I read all I need of your buffers",
 	// then "I saw that everyone did".
-	for range 2 {
-		e := a.Next()
-		a.Post(e)
-		if err := a.WaitAll(ctx, e); err != nil {
-			return err
-		}
-	}
+	err := endReads(ctx, a)
 	runtime.KeepAlive(send) // read by the peers until the first of them
-	return nil
+	return err
 }
 
 // reduceSlice reduces the inputs of one slice at byte offset off in rank

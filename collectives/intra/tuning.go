@@ -1,5 +1,7 @@
 package intra
 
+import "math"
+
 // tuning holds the protocol thresholds and chunk sizes. Measured on a
 // 2-core VM (world 2, float32): see ALGORITHMS.md in this directory.
 type tuning struct {
@@ -55,6 +57,23 @@ type tuning struct {
 	// (bench/results/2026-12-07/singlecopy-gather): below, the staged
 	// copies stay in cache; above, the kernel's whole-block copies do not.
 	singleCopyGatherMin, singleCopyGatherMax int
+	// singleCopyAllToAllMin, singleCopyAllToAllMax: even all_to_alls of
+	// min to max bytes of recv read the peers' blocks in place where the
+	// ranks agreed on single-copy (all_gather's agreement; min 0: never).
+	// The staged exchange moves every peer byte twice through memory (into
+	// the arena, out of it), so the kernel's one copy wins warm from 32 KiB
+	// on: through torch at world 2 on the 2-core VM, staged against
+	// single-copy, 64 KiB 10.5 against 8.1 µs, 256 KiB 20.3 against 13.2,
+	// 1 MiB 100 against 56, 4 MiB 397 against 307, 16 MiB 1.54 against
+	// 1.17 ms, 256 MiB 42.3 against 40.3 ms. But its three epochs cost
+	// more after a pause: one op after 10 ms idle took 118-138 against
+	// 133-173 µs at 256 KiB and 189-203 against 221-257 at 1 MiB, while
+	// at 2 MiB it still won after every condition of bench --history
+	// (small ops, idle 1-100 ms, compute: 261-263 against 299-310 after
+	// 10 ms idle). From 1 MiB, single-copy wins after small ops, 1 ms
+	// idle and compute and loses only after 10 ms idle
+	// (bench/results/2026-12-08/alltoall-single-copy).
+	singleCopyAllToAllMin, singleCopyAllToAllMax int
 }
 
 func defaultTuning() tuning {
@@ -71,6 +90,9 @@ func defaultTuning() tuning {
 
 		singleCopyGatherMin: 4 << 20,
 		singleCopyGatherMax: 8 << 20,
+
+		singleCopyAllToAllMin: 1 << 20,
+		singleCopyAllToAllMax: math.MaxInt,
 	}
 }
 

@@ -97,3 +97,45 @@ def test_single_copy_collectives(world, modes, want_reduce):
     assert state == "on", f"the all_gathers did not take the single-copy path: single_copy_gather is {state!r}"
     assert all(r["reduce"].startswith(want_reduce) for r in results), results
     assert len({tuple(r["digests"]) for r in results}) == 1, results
+
+
+def all_to_all_job(me: int, p: int, workdir: str) -> dict:
+    import torch
+    import torch.distributed as dist
+    import torch_hccl_go
+
+    before = torch_hccl_go.comm_info()["single_copy_gather"]
+    # Even all_to_all_singles whose recv is 4 MiB exactly, odd-sized within 4-8 MiB, and
+    # 8 MiB: the first makes the ranks agree (sharing all_gather's state).
+    for out_bytes in (4 * MiB, 6 * MiB + 4 * p * 7, 8 * MiB):
+        n = out_bytes // (4 * p)
+        sends = [torch.randint(-1000, 1000, (n * p,), generator=torch.Generator().manual_seed(n + r)) for r in range(p)]
+        sends = [s.to(torch.float32) for s in sends]
+        want = torch.cat([sends[r][me * n : (me + 1) * n] for r in range(p)])
+        out = torch.empty(n * p)
+        dist.all_to_all_single(out, sends[me])
+        assert torch.equal(out, want), f"all_to_all_single of {n * p} elements"
+        inplace = sends[me].clone()
+        dist.all_to_all_single(inplace, inplace)
+        assert torch.equal(inplace, want), f"in-place all_to_all_single of {n * p} elements"
+        splits = [n] * p
+        out_v = torch.empty(n * p)
+        dist.all_to_all_single(out_v, sends[me], splits, splits)
+        assert torch.equal(out_v, want), f"all_to_all_single with splits of {n * p} elements"
+    return {"before": before, "after": torch_hccl_go.comm_info()["single_copy_gather"]}
+
+
+@pytest.mark.parametrize("world", [2, 3])
+def test_single_copy_all_to_all(world):
+    """all_to_all_single of equal blocks in all_gather's window reads the peers' blocks in
+    place: the ranks agree on it at the first one, and every result, in and out of place,
+    equals the reference (with splits it stays staged, and equal too)."""
+    results, errors, codes = launch(all_to_all_job, world, op_timeout_s=60, deadline_s=180)
+    assert not errors and sorted(results) == list(range(world)), (errors, codes)
+    states = {results[r]["after"] for r in range(world)}
+    assert len(states) == 1, f"the ranks disagree on single-copy: {states}"
+    state = states.pop()
+    if state.startswith("off"):
+        pytest.skip(f"the kernel refuses process_vm_readv between the ranks here: single_copy_gather is {state!r}")
+    assert all(results[r]["before"] == "undecided" for r in range(world)), results
+    assert state == "on", f"the all_to_alls did not take the single-copy path: single_copy_gather is {state!r}"
