@@ -75,8 +75,9 @@ type Communicator struct {
 
 	// singleCopy, one per arena, is its single-copy state.
 	singleCopy [numStreams]*intra.SingleCopy
-	// singleCopyGather is the all_gathers' own single-copy state on the
-	// same arena (HCCL_GO_SINGLE_COPY takes the two kinds apart).
+	// singleCopyGather is the single-copy state of the data movers on the
+	// same arena: all_gather and all_to_all of equal blocks
+	// (HCCL_GO_SINGLE_COPY takes them apart from all_reduce).
 	singleCopyGather [numStreams]*intra.SingleCopy
 
 	// symm are the symmetric allocations whose all_reduces run in place

@@ -31,7 +31,7 @@ type Info struct {
 	FastLaneOps map[string]int64 `json:"fast_lane_ops,omitempty"`
 	// SingleCopy and SingleCopyGather are what the ranks agreed on
 	// reading peers' buffers in place on the default stream's arena, for
-	// all_reduce and for all_gather (intra.SingleCopy.State: "undecided",
+	// all_reduce and for all_gather and all_to_all (intra.SingleCopy.State: "undecided",
 	// "on", "off (why)"); "off" without an arena.
 	SingleCopy       string `json:"single_copy"`
 	SingleCopyGather string `json:"single_copy_gather"`

@@ -1,5 +1,6 @@
 """Single-copy collectives through torch.distributed: the shared-memory all_gather of 4-8
-MiB of output (HCCL_GO_SINGLE_COPY=auto, the default, and 1) and all_reduce of 256 KiB-1
+MiB of output and all_to_all of equal blocks from 1 MiB (HCCL_GO_SINGLE_COPY=auto, the
+default, and 1; one agreement for both) and all_reduce of 256 KiB-1
 MiB (at 2 ranks; 2 MiB/ranks beyond; 1 only) read peers' buffers in place with
 process_vm_readv. The all_gathers make the ranks agree on it for all_gather
 (comm_info's single_copy_gather turns from "undecided" to "on"), the all_reduces for
@@ -105,8 +106,8 @@ def all_to_all_job(me: int, p: int, workdir: str) -> dict:
     import torch_hccl_go
 
     before = torch_hccl_go.comm_info()["single_copy_gather"]
-    # Even all_to_all_singles whose recv is 4 MiB exactly, odd-sized within 4-8 MiB, and
-    # 8 MiB: the first makes the ranks agree (sharing all_gather's state).
+    # Even all_to_all_singles (single-copy from 1 MiB of recv) of 4 MiB exactly, odd-sized,
+    # and 8 MiB: the first makes the ranks agree (sharing all_gather's state).
     for out_bytes in (4 * MiB, 6 * MiB + 4 * p * 7, 8 * MiB):
         n = out_bytes // (4 * p)
         sends = [torch.randint(-1000, 1000, (n * p,), generator=torch.Generator().manual_seed(n + r)) for r in range(p)]
@@ -127,8 +128,8 @@ def all_to_all_job(me: int, p: int, workdir: str) -> dict:
 
 @pytest.mark.parametrize("world", [2, 3])
 def test_single_copy_all_to_all(world):
-    """all_to_all_single of equal blocks in all_gather's window reads the peers' blocks in
-    place: the ranks agree on it at the first one, and every result, in and out of place,
+    """all_to_all_single of equal blocks from 1 MiB reads the peers' blocks in place: the
+    ranks agree on it at the first one, and every result, in and out of place,
     equals the reference (with splits it stays staged, and equal too)."""
     results, errors, codes = launch(all_to_all_job, world, op_timeout_s=60, deadline_s=180)
     assert not errors and sorted(results) == list(range(world)), (errors, codes)
