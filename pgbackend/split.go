@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/hccl-go/hccl-go/transport/sub"
 )
@@ -76,7 +77,7 @@ type SplitInfo struct {
 // identifies the split; every member must call Split with the same name
 // and ranks, which they check (a clear error on each, the op never runs).
 // It returns once every member has agreed, or fails after
-// cfg.ConnectTimeout naming the ranks that did not join. cfg is the new
+// cfg.splitTimeout naming the ranks that did not join. cfg is the new
 // communicator's settings; those of the links (transport, TCP streams per
 // peer, addresses) are the root's.
 func (c *Communicator) Split(ctx context.Context, name string, ranks []int, cfg Config) (*Communicator, error) {
@@ -105,7 +106,7 @@ func (c *Communicator) Split(ctx context.Context, name string, ranks []int, cfg 
 	fam := root.split.family
 	fam.agree.Lock()
 	defer fam.agree.Unlock()
-	space, err := agreeSpace(ctx, root, rootRanks, name, cfg.ConnectTimeout)
+	space, err := agreeSpace(ctx, root, rootRanks, name, cfg.splitTimeout())
 	if err != nil {
 		return nil, fmt.Errorf("split %q rank %d: %w", name, c.rank, err)
 	}
@@ -121,6 +122,17 @@ func (c *Communicator) Split(ctx context.Context, name string, ranks []int, cfg 
 	}
 	fam.live[space], fam.ever[space] = child, true
 	return child, nil
+}
+
+// splitTimeout bounds each step of making a split: the op timeout when it
+// is the shorter, else the connect timeout. A split connects nothing new
+// (it runs over the root's links), so a member that never joins is as
+// late as a rank that never calls a collective.
+func (cfg Config) splitTimeout() time.Duration {
+	if cfg.Timeout > 0 && cfg.Timeout < cfg.ConnectTimeout {
+		return cfg.Timeout
+	}
+	return cfg.ConnectTimeout
 }
 
 // checkSplitRanks: distinct ranks of this communicator, this one included.

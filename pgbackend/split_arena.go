@@ -48,7 +48,7 @@ func (c *Communicator) connectSplitArenas(ctx context.Context, root *Communicato
 		}
 		rootIndex[i] = j
 	}
-	ctx, cancel := context.WithTimeout(ctx, c.cfg.ConnectTimeout)
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.splitTimeout())
 	defer cancel()
 	members := make([]int, c.size)
 	for i := range members {

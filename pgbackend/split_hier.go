@@ -44,7 +44,7 @@ func (c *Communicator) connectSplitHier(ctx context.Context, root *Communicator)
 	hosts := t.hosts.Hosts
 	mine := hosts[slices.IndexFunc(hosts, func(h []int) bool { return slices.Contains(h, c.rank) })]
 	if len(mine) > 1 {
-		ctx, cancel := context.WithTimeout(ctx, c.cfg.ConnectTimeout)
+		ctx, cancel := context.WithTimeout(ctx, c.cfg.splitTimeout())
 		defer cancel()
 		ra := root.arenas[0]
 		rootLocal := ra.Ranks()

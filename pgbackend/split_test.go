@@ -131,7 +131,8 @@ func TestSplitOfSplit(t *testing.T) {
 
 // TestSplitBadInput: members that disagree on the member list fail at once
 // on every rank that sees the other's list, a member that never joins
-// fails the others after the connect timeout, naming it, and bad ranks
+// fails the others after the shorter of the op and connect timeouts,
+// naming it, and bad ranks
 // are refused before anything is sent; the parent stays usable.
 func TestSplitBadInput(t *testing.T) {
 	parents := newComms(t, 3, testConfig())
@@ -160,6 +161,20 @@ func TestSplitBadInput(t *testing.T) {
 		eachRank(parents[:2], func(p *Communicator) {
 			_, errs[p.Rank()] = p.Split(context.Background(), "missing", []int{1, 0, 2}, cfg)
 		})
+		for r, err := range errs {
+			require.ErrorIs(t, err, ErrTimeout, "rank %d", r)
+			assert.ErrorContains(t, err, "parent ranks [2] did not join", "rank %d", r)
+		}
+	})
+	t.Run("member missing, op timeout shorter", func(t *testing.T) {
+		short := cfg
+		short.ConnectTimeout, short.Timeout = time.Minute, 300*time.Millisecond
+		errs := make([]error, 2)
+		start := time.Now()
+		eachRank(parents[:2], func(p *Communicator) {
+			_, errs[p.Rank()] = p.Split(context.Background(), "missing-op", []int{1, 0, 2}, short)
+		})
+		assert.Less(t, time.Since(start), 20*time.Second, "the op timeout bounds the agreement")
 		for r, err := range errs {
 			require.ErrorIs(t, err, ErrTimeout, "rank %d", r)
 			assert.ErrorContains(t, err, "parent ranks [2] did not join", "rank %d", r)
