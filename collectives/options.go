@@ -29,6 +29,9 @@ const (
 	// Direct: the root exchanges one message with every other rank
 	// (gather, scatter).
 	Direct Algorithm = "direct"
+	// Hier: the hierarchical collectives of collectives/hier, one
+	// exchange across hosts; chosen by the communicator that has them.
+	Hier Algorithm = "hier"
 )
 
 // DefaultChunkBytes is the pipelining unit of ring and chain algorithms

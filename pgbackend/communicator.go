@@ -233,8 +233,10 @@ func (c *Communicator) submitCollective(stream int, op opDesc, body func(ctx con
 		op.Route = "arena"
 	case op.Algo == algoSymm:
 		op.Route = "symmetric"
-	case op.Algo == collectives.Hier && c.hiers[stream] != nil:
+	case op.Algo == collectives.Hier && c.hiers[stream] != nil && c.topo.hosts != nil:
 		op.Route = "hier+arena" // intra-host phases in the arena
+	case op.Algo == collectives.Hier && c.hiers[stream] != nil:
+		op.Route = "hier" // phases inside each group as messages
 	case op.Algo == algoNUMA && c.numa.on(stream):
 		op.Route = "numa+arena" // phases inside each NUMA group in its arena
 	}

@@ -80,7 +80,7 @@ func (c *Communicator) connectNUMA(ctx context.Context, layout hier.Layout) erro
 			}
 			c.numa.arenas[i] = a
 		}
-		h, err := hier.New(c.ep, a, layout)
+		h, err := hier.New(c.ep, hier.ArenaHost(a), layout)
 		if err != nil {
 			return fmt.Errorf("NUMA level: %w", err)
 		}

@@ -26,7 +26,7 @@ type opDesc struct {
 	// Compression is the wire format of a compressed all_reduce ("" or
 	// "none": uncompressed).
 	Compression collectives.Compression
-	Route       string // "arena", "hier+arena", "messages" or "p2p", set when queued
+	Route       string // "arena", "hier+arena", "hier", "numa+arena", "symmetric", "messages" or "p2p", set when queued
 }
 
 // reduction describes a collective with a reduction (dt and op apply).

@@ -64,7 +64,7 @@ func (c *Communicator) connectSplitHier(ctx context.Context, root *Communicator)
 			}
 		}
 	}
-	h, err := hier.New(c.ep, c.arenas[StreamDefault], *t.hosts)
+	h, err := hier.New(c.ep, hier.ArenaHost(c.arenas[StreamDefault]), *t.hosts)
 	if err != nil {
 		return fmt.Errorf("hierarchical collectives of the split: %w", err)
 	}
@@ -109,10 +109,10 @@ func splitTopology(rt *topology, rootRanks []int, ids []string, cfg Config) (*to
 	if t.compressed, err = compressedModel(t.model, cfg.Compression, params.CodecBandwidth); err != nil {
 		return nil, err
 	}
-	t.hier.Groups = t.model.Groups()
+	t.groups = t.model.Groups()
 	if t.model.ArenaHier() {
 		t.hosts = &hier.Layout{}
-		for _, g := range t.hier.Groups {
+		for _, g := range t.groups {
 			t.hosts.Hosts = append(t.hosts.Hosts, slices.Sorted(slices.Values(g))) // the arena's order
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/hccl-go/hccl-go/collectives/hier"
 	"github.com/hccl-go/hccl-go/topo"
 	"github.com/hccl-go/hccl-go/transport"
+	"github.com/hccl-go/hccl-go/transport/arena"
 	"github.com/hccl-go/hccl-go/transport/sub"
 	"github.com/hccl-go/hccl-go/transport/tcp"
 )
@@ -83,11 +84,13 @@ type topology struct {
 	// nil without a model or compression.
 	compressed *topo.CostModel
 	ring       []int // the order ring and chain algorithms follow
-	hier       collectives.Hierarchy
-	// hosts is the layout of the arena-based hierarchical collectives
-	// (collectives/hier) when they apply: the model's groups are the hosts
-	// and every shared host has its arenas. Nil otherwise: hierarchical
-	// algorithms then run as messages over hier's equal groups.
+	// groups are the model's groups of the hierarchical collectives
+	// (collectives/hier; nil: none): hosts, or clusters of fast links.
+	groups [][]int
+	// hosts is groups as the layout of the arena-based hierarchical
+	// collectives when they apply: the groups are the hosts and every
+	// shared host has its arenas. Nil otherwise: the groups then run their
+	// phases as messages (hierLayout).
 	hosts *hier.Layout
 	// numa is the layout of the NUMA level (numa.go): one group per
 	// (host, NUMA node), when the model has the level; nil otherwise.
@@ -124,7 +127,7 @@ func (c *Communicator) Topology() TopologyInfo {
 	}
 	info := TopologyInfo{
 		Source: t.source, ProbeTime: t.probeTime, Graph: t.graph, Model: t.model,
-		Ring: slices.Clone(t.ring), Groups: slices.Clone(t.hier.Groups),
+		Ring: slices.Clone(t.ring), Groups: slices.Clone(t.groups),
 	}
 	if t.numa != nil {
 		for _, g := range t.numa.Hosts {
@@ -151,9 +154,9 @@ func Connect(ctx context.Context, l *tcp.Listener, rv Rendezvous, cfg Config) (*
 	}
 	c.topo = t
 	c.addrs = rv.Addrs
-	if t.hosts != nil {
+	if t.groups != nil {
 		for i := range c.streams {
-			if c.hiers[i], err = hier.New(c.ep, c.arenas[i], *t.hosts); err != nil {
+			if c.hiers[i], err = t.newHier(c.ep, c.arenas[i]); err != nil {
 				_ = c.Destroy()
 				return nil, fmt.Errorf("init rank %d of %d: hierarchical collectives: %w", rv.Rank, len(rv.Addrs), err)
 			}
@@ -166,6 +169,28 @@ func Connect(ctx context.Context, l *tcp.Listener, rv Rendezvous, cfg Config) (*
 		}
 	}
 	return c, nil
+}
+
+// newHier is a stream's hierarchical collectives over the model's groups:
+// each host's phases in a, its arena (t.hosts), or as messages among the
+// group's ranks where they share no arenas (clusters of fast links, or
+// HCCL_GO_SHM_COLLECTIVES=0).
+func (t *topology) newHier(ep transport.Endpoint, a *arena.Arena) (*hier.Comm, error) {
+	if t.hosts != nil {
+		return hier.New(ep, hier.ArenaHost(a), *t.hosts)
+	}
+	layout := hier.Layout{Hosts: make([][]int, len(t.groups))}
+	var host hier.Host
+	for h, g := range t.groups {
+		layout.Hosts[h] = slices.Sorted(slices.Values(g))
+		if mine := layout.Hosts[h]; len(mine) > 1 && slices.Contains(mine, ep.Rank()) {
+			var err error
+			if host, err = hier.MessageHost(ep, mine); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return hier.New(ep, host, layout)
 }
 
 // discoverTopology runs discovery over ep (before any op uses it).
@@ -235,11 +260,11 @@ func discoverTopology(ctx context.Context, ep transport.Endpoint, rv Rendezvous,
 			return nil, err
 		}
 		if groups := t.model.Groups(); len(groups) > 0 {
-			t.hier.Groups = groups // else nil: no hierarchy
+			t.groups = groups // else nil: no hierarchy
 		}
 		if t.model.ArenaHier() {
-			t.hosts = &hier.Layout{Hosts: make([][]int, len(t.hier.Groups))}
-			for h, g := range t.hier.Groups {
+			t.hosts = &hier.Layout{Hosts: make([][]int, len(t.groups))}
+			for h, g := range t.groups {
 				t.hosts.Hosts[h] = slices.Sorted(slices.Values(g)) // the arena's order
 			}
 		}

@@ -13,10 +13,9 @@ import (
 // The collectives that the topology routes, when they do not run whole in
 // a single host's shared-memory arena: the cost model (or HCCL_GO_ALGO)
 // picks the algorithm when the op is issued (pick), rings and chains
-// follow the topology's ring, hierarchical algorithms its groups. Across
-// hosts whose shared ranks have arenas the hierarchical algorithms run as
-// collectives/hier (an arena phase inside each host, one exchange across),
-// otherwise as messages over equal groups (collectives.Hier*).
+// follow the topology's ring, hierarchical algorithms (collectives/hier,
+// one exchange across groups) its groups: a phase inside each group in
+// the host's arena where its ranks share one, as messages otherwise.
 
 // Algorithms implemented per op, as the cost model names them (read only:
 // ops pass them on every call).
@@ -63,12 +62,11 @@ func (c *Communicator) pick(stream int, op string, nbytes int, o collectives.Opt
 	return o
 }
 
-// noHierOn says whether stream lacks the arena hierarchy that the
+// noHierOn says whether stream lacks the hierarchy that the
 // communicator's topology has: a split across hosts has it on its default
-// stream only (split_hier.go), and its groups, of any sizes, do not suit
-// the message hierarchy.
+// stream only (split_hier.go).
 func (c *Communicator) noHierOn(stream int) bool {
-	return c.topo != nil && c.topo.hosts != nil && c.hiers[stream] == nil
+	return c.topo != nil && c.topo.groups != nil && c.hiers[stream] == nil
 }
 
 // roundBytes is Options.RoundBytes of an op of nbytes running as algo on
@@ -89,9 +87,9 @@ func (c *Communicator) roundBytes(stream int, op string, nbytes int, algo collec
 // pickReduce is pick for reduce, which the cost model does not cover: the
 // NUMA level where an all_reduce of the same size would take it (a reduce
 // moves what an all_reduce's reduce-scatter and gather to one rank do),
-// else the arena-based hierarchy whenever the communicator has one (it
-// crosses between hosts once per host, and works in shared memory inside
-// them), else the override, else the collectives' own choice.
+// else the hierarchy whenever the stream has one (it crosses between
+// groups once per group), else the override, else the collectives' own
+// choice.
 func (c *Communicator) pickReduce(stream, nbytes int, o collectives.Options) collectives.Options {
 	if stream >= 0 && stream < len(c.streams) {
 		o = c.dropNUMA(stream, "reduce", o)
@@ -106,17 +104,16 @@ func (c *Communicator) pickReduce(stream, nbytes int, o collectives.Options) col
 		o.Algo = collectives.Hier
 	case o.Algo == collectives.Hier:
 		if c.topo != nil {
-			c.topo.log.once("nohier/reduce", "reduce: HCCL_GO_ALGO=hier but the communicator has no shared-memory hierarchy: choosing automatically")
+			c.topo.log.once("nohier/reduce", "reduce: HCCL_GO_ALGO=hier but this stream has no hierarchy: choosing automatically")
 		}
 		o.Algo = collectives.Auto
 	}
 	return o
 }
 
-// allReduce runs an all_reduce as messages (the arena hierarchy's
-// included), its inter-host bytes travelling as comp: only the ring and the
-// arena hierarchy compress, and pickAllReduce chooses no other under
-// compression.
+// allReduce runs an all_reduce as messages (the hierarchy's included), its
+// inter-host bytes travelling as comp: only the ring and the hierarchy
+// compress, and pickAllReduce chooses no other under compression.
 func (c *Communicator) allReduce(ctx context.Context, stream int, tag transport.Tag, send, recv []byte, dt reduce.DType, op reduce.Op, comp collectives.Compression, o collectives.Options) error {
 	h := c.hiers[stream]
 	switch {
@@ -132,8 +129,6 @@ func (c *Communicator) allReduce(ctx context.Context, stream int, tag transport.
 	case comp != collectives.NoCompression:
 		o.Algo = collectives.Ring
 		return collectives.OrderedAllReduceCompressed(ctx, c.ep, tag, send, recv, dt, op, comp, c.topo.ringOrder(c.size), o)
-	case o.Algo == collectives.Hier:
-		return collectives.HierAllReduce(ctx, c.ep, tag, send, recv, dt, op, c.topo.hier, o)
 	case o.Algo == collectives.Ring:
 		return collectives.OrderedAllReduce(ctx, c.ep, tag, send, recv, dt, op, c.topo.ringOrder(c.size), o)
 	default:
@@ -148,15 +143,13 @@ func (c *Communicator) allGather(ctx context.Context, stream int, tag transport.
 		c.stats.addTimes(ctx, n.LastTimes())
 		return err
 	}
-	if o.Algo != collectives.Hier {
+	h := c.hiers[stream]
+	if o.Algo != collectives.Hier || h == nil {
 		return collectives.OrderedAllGather(ctx, c.ep, tag, send, recv, c.topo.ringOrder(c.size), o)
 	}
-	if h := c.hiers[stream]; h != nil {
-		err := h.AllGather(ctx, tag, send, recv, o)
-		c.stats.addTimes(ctx, h.LastTimes())
-		return err
-	}
-	return collectives.HierAllGather(ctx, c.ep, tag, send, recv, c.topo.hier, o)
+	err := h.AllGather(ctx, tag, send, recv, o)
+	c.stats.addTimes(ctx, h.LastTimes())
+	return err
 }
 
 func (c *Communicator) reduceScatter(ctx context.Context, stream int, tag transport.Tag, send, recv []byte, dt reduce.DType, op reduce.Op, o collectives.Options) error {
@@ -166,28 +159,23 @@ func (c *Communicator) reduceScatter(ctx context.Context, stream int, tag transp
 		c.stats.addTimes(ctx, n.LastTimes())
 		return err
 	}
-	if o.Algo != collectives.Hier {
+	h := c.hiers[stream]
+	if o.Algo != collectives.Hier || h == nil {
 		return collectives.OrderedReduceScatter(ctx, c.ep, tag, send, recv, dt, op, c.topo.ringOrder(c.size), o)
 	}
-	if h := c.hiers[stream]; h != nil {
-		err := h.ReduceScatter(ctx, tag, send, recv, dt, op, o.PreMul)
-		c.stats.addTimes(ctx, h.LastTimes())
-		return err
-	}
-	return collectives.HierReduceScatter(ctx, c.ep, tag, send, recv, dt, op, c.topo.hier, o)
+	err := h.ReduceScatter(ctx, tag, send, recv, dt, op, o.PreMul)
+	c.stats.addTimes(ctx, h.LastTimes())
+	return err
 }
 
 func (c *Communicator) broadcast(ctx context.Context, stream int, tag transport.Tag, send, recv []byte, root int, o collectives.Options) error {
 	if o.Algo == algoNUMA {
 		return c.numa.hiers[stream].Broadcast(ctx, tag, send, recv, root, o)
 	}
-	if o.Algo != collectives.Hier {
-		return collectives.OrderedBroadcast(ctx, c.ep, tag, send, recv, root, c.topo.ringOrder(c.size), o)
-	}
-	if h := c.hiers[stream]; h != nil {
+	if h := c.hiers[stream]; o.Algo == collectives.Hier && h != nil {
 		return h.Broadcast(ctx, tag, send, recv, root, o)
 	}
-	return collectives.HierBroadcast(ctx, c.ep, tag, send, recv, root, c.topo.hier, o)
+	return collectives.OrderedBroadcast(ctx, c.ep, tag, send, recv, root, c.topo.ringOrder(c.size), o)
 }
 
 // choose is the algorithm of one op: the override when one is set (a
@@ -202,7 +190,7 @@ func (t *topology) choose(op string, nbytes int, override collectives.Algorithm,
 		}
 		return override
 	}
-	if override == collectives.Hier && t.hier.Groups == nil {
+	if override == collectives.Hier && t.groups == nil {
 		t.log.once("nohier/"+op, "%s: HCCL_GO_ALGO=hier but the topology has no hierarchy (one host, no host shared, or hosts of unequal size without shared-memory arenas): choosing automatically", op)
 		override = collectives.Auto
 	}

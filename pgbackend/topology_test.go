@@ -319,7 +319,7 @@ func TestChooseLogsOnce(t *testing.T) {
 	m, err := topo.NewCostModel(g, topo.Params{})
 	require.NoError(t, err)
 	tp := &topology{model: m, ring: m.Ring(), log: &infoLog{l: log.New(&buf, "", 0), seen: map[string]bool{}}}
-	tp.hier.Groups = m.Groups()
+	tp.groups = m.Groups()
 	for range 3 {
 		assert.Equal(t, collectives.Algorithm("hier"), tp.choose(topo.OpAllReduce, 64<<20, "", allReduceAlgos))
 	}
@@ -327,7 +327,7 @@ func TestChooseLogsOnce(t *testing.T) {
 	assert.Equal(t, 2, bytes.Count(buf.Bytes(), []byte("\n")), buf.String())
 	assert.Contains(t, buf.String(), "allreduce of 64 MiB: hier, predicted")
 
-	tp.hier.Groups = nil
+	tp.groups = nil
 	assert.Equal(t, collectives.Algorithm("rd"), tp.choose(topo.OpAllReduce, 8, "hier", allReduceAlgos))
 	assert.Contains(t, buf.String(), "no hierarchy")
 	var none *topology

@@ -53,8 +53,9 @@ type Params struct {
 	// as their groups, whatever their sizes, and their intra-host phases
 	// in a shared-memory arena (collectives/hier): those phases cost
 	// local copies and reductions (CopyBandwidth, ReduceBandwidth) rather
-	// than messages over the intra-host links. Without it they run as
-	// messages over equal groups (collectives.HierAllReduce).
+	// than messages over the intra-host links. Without it they run over
+	// equal groups, their phases inside a group as messages
+	// (hier.MessageHost).
 	ArenaHier bool
 	// WireRatio, when in (0, 1), models a compressed all_reduce
 	// (HCCL_GO_COMPRESSION): its messages carry WireRatio bytes per byte

@@ -6,7 +6,6 @@ import (
 
 	"github.com/hccl-go/hccl-go/collectives"
 	"github.com/hccl-go/hccl-go/collectives/internal/args"
-	"github.com/hccl-go/hccl-go/collectives/intra"
 	"github.com/hccl-go/hccl-go/transport"
 )
 
@@ -47,7 +46,7 @@ func (c *Comm) allGather(ctx context.Context, tag transport.Tag, send, recv []by
 	// rank alike (its partners on other hosts cut the same way).
 	cuts := pieceBounds(b, gatherRounds(p*b, o.RoundBytes))
 	slice := func(k int) (lo, w int) { return cuts[k], cuts[k+1] - cuts[k] }
-	if c.arena == nil {
+	if c.inHost == nil {
 		// Alone on the host: the slices land in place.
 		args.CopyUnlessSame(recv[me*b:][:b], send)
 		for k := range len(cuts) - 1 {
@@ -82,7 +81,7 @@ func (c *Comm) allGather(ctx context.Context, tag transport.Tag, send, recv []by
 			}
 			defer c.timeArena()()
 			mine := heldOf(k, c.blocks[c.local][0])[:counts[c.local]]
-			if err := intra.AllGatherV(ctx, c.arena, uint64(tag), mine, held[p*lo:][:p*w], counts); err != nil {
+			if err := c.inHost.AllGatherV(ctx, tag, mine, held[p*lo:][:p*w], counts); err != nil {
 				return fmt.Errorf("phase 2 (all-gather in host %d): %w", c.host, err)
 			}
 			for r := range p {

@@ -8,7 +8,6 @@ import (
 
 	"github.com/hccl-go/hccl-go/collectives"
 	"github.com/hccl-go/hccl-go/collectives/internal/args"
-	"github.com/hccl-go/hccl-go/collectives/intra"
 	"github.com/hccl-go/hccl-go/collectives/reduce"
 	"github.com/hccl-go/hccl-go/transport"
 	"github.com/hccl-go/hccl-go/transport/sub"
@@ -98,12 +97,12 @@ func (c *Comm) allReduce(ctx context.Context, tag transport.Tag, send, recv []by
 func (a *allReduceOp) scatter(ctx context.Context, r round) error {
 	c, es := a.c, a.dt.Size()
 	mine := r.piece(a.recv, c.local, es)
-	if c.arena == nil {
+	if c.inHost == nil {
 		localReduce(a.dt, a.first, a.preMul, mine, r.piece(a.send, c.local, es))
 		return nil
 	}
 	defer c.timeArena()()
-	if err := intra.ReduceScatterV(ctx, c.arena, uint64(a.tag), r.of(a.send, es), mine, r.counts(1), a.dt, a.first, a.preMul); err != nil {
+	if err := c.inHost.ReduceScatterV(ctx, a.tag, r.of(a.send, es), mine, r.counts(1), a.dt, a.first, a.preMul); err != nil {
 		return fmt.Errorf("phase 1 (reduce-scatter in host %d): %w", c.host, err)
 	}
 	return nil
@@ -127,11 +126,11 @@ func (a *allReduceOp) crossHosts(ctx context.Context, r round) error {
 // in recv on every local rank.
 func (a *allReduceOp) gather(ctx context.Context, r round) error {
 	c, es := a.c, a.dt.Size()
-	if c.arena == nil {
+	if c.inHost == nil {
 		return nil
 	}
 	defer c.timeArena()()
-	if err := intra.AllGatherV(ctx, c.arena, uint64(a.tag), r.piece(a.recv, c.local, es), r.of(a.recv, es), r.counts(es)); err != nil {
+	if err := c.inHost.AllGatherV(ctx, a.tag, r.piece(a.recv, c.local, es), r.of(a.recv, es), r.counts(es)); err != nil {
 		return fmt.Errorf("phase 3 (all-gather in host %d): %w", c.host, err)
 	}
 	return nil

@@ -8,7 +8,6 @@ import (
 
 	"github.com/hccl-go/hccl-go/collectives"
 	"github.com/hccl-go/hccl-go/collectives/internal/args"
-	"github.com/hccl-go/hccl-go/collectives/intra"
 	"github.com/hccl-go/hccl-go/transport"
 	"github.com/hccl-go/hccl-go/transport/sub"
 )
@@ -60,10 +59,10 @@ func (c *Comm) broadcast(ctx context.Context, tag transport.Tag, send, recv []by
 		return nil
 	}
 	inside := func(ctx context.Context) error {
-		if c.arena == nil {
+		if c.inHost == nil {
 			return nil
 		}
-		if err := intra.Broadcast(ctx, c.arena, uint64(tag), recv, recv, c.localOf[leader]); err != nil {
+		if err := c.inHost.Broadcast(ctx, tag, recv, recv, c.localOf[leader]); err != nil {
 			return fmt.Errorf("phase 2 (broadcast in host %d from rank %d): %w", c.host, leader, err)
 		}
 		return nil

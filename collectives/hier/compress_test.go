@@ -19,13 +19,11 @@ import (
 )
 
 // compressedLayouts are the emulated hosts of the compression tests.
-var compressedLayouts = []struct {
-	name   string
-	hostOf []int
-}{
-	{"2+2", []int{0, 0, 1, 1}},
-	{"3+1", []int{0, 0, 0, 1}},
-	{"1+1+2", []int{0, 1, 2, 2}},
+var compressedLayouts = []testLayout{
+	{"2+2", []int{0, 0, 1, 1}, false},
+	{"3+1", []int{0, 0, 0, 1}, false},
+	{"1+1+2", []int{0, 1, 2, 2}, false},
+	{"2+2 messages", []int{0, 0, 1, 1}, true},
 }
 
 // compressedChunk is the wire chunk of the compression tests: small, so
@@ -52,7 +50,7 @@ func TestAllReduceCompressedMatchesReference(t *testing.T) {
 func testCompressedMatchesReference(t *testing.T, roundBytes int) {
 	for _, l := range compressedLayouts {
 		t.Run(l.name, func(t *testing.T) {
-			c := newCluster(t, l.hostOf)
+			c := newLayoutCluster(t, l)
 			p := len(l.hostOf)
 			for _, comp := range []collectives.Compression{collectives.CompressFloat16, collectives.CompressBFloat16} {
 				for _, op := range []reduce.Op{reduce.Sum, reduce.Avg, reduce.PreMulSum} {
@@ -84,7 +82,7 @@ func testCompressedMatchesReference(t *testing.T, roundBytes int) {
 func TestAllReduceCompressedBound(t *testing.T) {
 	for _, l := range compressedLayouts {
 		t.Run(l.name, func(t *testing.T) {
-			c := newCluster(t, l.hostOf)
+			c := newLayoutCluster(t, l)
 			p, hosts := len(l.hostOf), slices.Max(l.hostOf)+1
 			n := 40_003
 			if raceEnabled {

@@ -1,9 +1,11 @@
 // Package hier runs collectives across hosts as compositions of two kinds
-// of hop: an intra-host hop in the shared-memory arena (collectives/intra)
-// among the ranks of the communicator that share a host, and an inter-host
+// of hop: an intra-host hop among the ranks of the communicator that share
+// a host (a Host: the host's shared-memory arena, collectives/intra, or
+// messages among a group of ranks that share no arena), and an inter-host
 // hop as messages (collectives, over the communicator's endpoint, TCP in
 // practice) among ranks on different hosts. Each collective has one
-// inter-host exchange; everything else happens at memory speed.
+// inter-host exchange; with the arena everything else happens at memory
+// speed.
 //
 //   - AllReduce: reduce-scatter inside each host in the arena, all_reduce
 //     of every piece across hosts with every local rank carrying its own
@@ -28,9 +30,9 @@
 // whose order depends only on the ranks and sizes (or, for ReduceScatter,
 // in host order by the block's own rank).
 //
-// The arena's discipline holds: every local rank of a host runs the same
-// arena operations, with the same sizes and sequence number, in the same
-// order, whatever it carries across hosts. A host's ranks agree on
+// The arena's discipline holds for every Host: every local rank of a host
+// runs the same host operations, with the same sizes and sequence number,
+// in the same order, whatever it carries across hosts. A host's ranks agree on
 // everything they compute (pieces, leaders, partners) because it depends
 // only on the Layout, the sizes and the root, which every rank shares.
 //

@@ -31,18 +31,27 @@ const testPreMul = 0.75
 // layouts are the emulated hosts of the tests, as the host of every rank:
 // even and uneven hosts, hosts whose ranks interleave in rank order, hosts
 // of one rank (no arena), one host, and no host shared.
-var layouts = []struct {
-	name   string
-	hostOf []int
-}{
-	{"2+2", []int{0, 0, 1, 1}},
-	{"3+1", []int{0, 0, 0, 1}},
-	{"1+1+2", []int{0, 1, 2, 2}},
-	{"2+2 interleaved", []int{0, 1, 0, 1}},
-	{"1+3 interleaved", []int{1, 0, 1, 1}},
-	{"2+1+3", []int{0, 0, 1, 2, 2, 2}},
-	{"one host", []int{0, 0, 0}},
-	{"alone", []int{0, 1, 2}},
+// With messages, the ranks of a host run its phases as messages
+// (MessageHost) rather than in an arena.
+var layouts = []testLayout{
+	{"2+2", []int{0, 0, 1, 1}, false},
+	{"3+1", []int{0, 0, 0, 1}, false},
+	{"1+1+2", []int{0, 1, 2, 2}, false},
+	{"2+2 interleaved", []int{0, 1, 0, 1}, false},
+	{"1+3 interleaved", []int{1, 0, 1, 1}, false},
+	{"2+1+3", []int{0, 0, 1, 2, 2, 2}, false},
+	{"one host", []int{0, 0, 0}, false},
+	{"alone", []int{0, 1, 2}, false},
+	{"2+2 messages", []int{0, 0, 1, 1}, true},
+	{"2+2 interleaved messages", []int{0, 1, 0, 1}, true},
+	{"2+1+3 messages", []int{0, 0, 1, 2, 2, 2}, true},
+	{"fast pairs messages", []int{0, 1, 2, 3, 0, 1, 2, 3}, true},
+}
+
+type testLayout struct {
+	name     string
+	hostOf   []int
+	messages bool
 }
 
 // testArenaConfig is small, so that few bytes already span several data
@@ -70,6 +79,14 @@ type cluster struct {
 // closes it when the test ends.
 func newCluster(t testing.TB, hostOf []int) *cluster {
 	t.Helper()
+	return newLayoutCluster(t, testLayout{hostOf: hostOf})
+}
+
+// newLayoutCluster is newCluster of l, whose hosts run their phases as
+// messages when l.messages.
+func newLayoutCluster(t testing.TB, l testLayout) *cluster {
+	t.Helper()
+	hostOf := l.hostOf
 	p := len(hostOf)
 	layout := hier.Layout{Hosts: make([][]int, slices.Max(hostOf)+1)}
 	for r, h := range hostOf {
@@ -83,7 +100,7 @@ func newCluster(t testing.TB, hostOf []int) *cluster {
 	defer cancel()
 	var wg sync.WaitGroup
 	for r, h := range hostOf {
-		if len(layout.Hosts[h]) > 1 {
+		if len(layout.Hosts[h]) > 1 && !l.messages {
 			wg.Go(func() {
 				arenas[r], errs[r] = arena.Connect(ctx, r, layout.Hosts[h], t.Name(), testArenaConfig(dir))
 			})
@@ -102,7 +119,12 @@ func newCluster(t testing.TB, hostOf []int) *cluster {
 	for r := range p {
 		require.NoError(t, errs[r], "arena of rank %d", r)
 		var err error
-		c.comms[r], err = hier.New(eps[r], arenas[r], layout)
+		host := hier.ArenaHost(arenas[r])
+		if mine := layout.Hosts[hostOf[r]]; l.messages && len(mine) > 1 {
+			host, err = hier.MessageHost(eps[r], mine)
+			require.NoError(t, err, "rank %d", r)
+		}
+		c.comms[r], err = hier.New(eps[r], host, layout)
 		require.NoError(t, err, "rank %d", r)
 	}
 	return c

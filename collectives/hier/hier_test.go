@@ -19,7 +19,7 @@ import (
 func TestAllReduce(t *testing.T) {
 	for _, l := range layouts {
 		t.Run(l.name, func(t *testing.T) {
-			c := newCluster(t, l.hostOf)
+			c := newLayoutCluster(t, l)
 			p := len(l.hostOf)
 			for _, pair := range validPairs() {
 				dt, op := reduce.DType(pair[0]), reduce.Op(pair[1])
@@ -56,7 +56,7 @@ func TestAllReduce(t *testing.T) {
 func TestAllReduceBitwiseIdentical(t *testing.T) {
 	for _, l := range layouts {
 		t.Run(l.name, func(t *testing.T) {
-			c := newCluster(t, l.hostOf)
+			c := newLayoutCluster(t, l)
 			p := len(l.hostOf)
 			for _, dt := range []reduce.DType{reduce.Float32, reduce.BFloat16, reduce.Float16} {
 				for _, op := range []reduce.Op{reduce.Sum, reduce.Avg, reduce.PreMulSum} {
@@ -86,7 +86,7 @@ func TestAllReduceBitwiseIdentical(t *testing.T) {
 func TestAllGather(t *testing.T) {
 	for _, l := range layouts {
 		t.Run(l.name, func(t *testing.T) {
-			c := newCluster(t, l.hostOf)
+			c := newLayoutCluster(t, l)
 			p := len(l.hostOf)
 			for _, b := range []int{0, 1, 7, 224, 5003, 20011} {
 				for _, inPlace := range []bool{false, true} {
@@ -117,7 +117,7 @@ func TestAllGather(t *testing.T) {
 func TestReduceScatter(t *testing.T) {
 	for _, l := range layouts {
 		t.Run(l.name, func(t *testing.T) {
-			c := newCluster(t, l.hostOf)
+			c := newLayoutCluster(t, l)
 			p := len(l.hostOf)
 			for _, pair := range validPairs() {
 				dt, op := reduce.DType(pair[0]), reduce.Op(pair[1])
@@ -153,7 +153,7 @@ func TestReduceScatter(t *testing.T) {
 func TestBroadcast(t *testing.T) {
 	for _, l := range layouts {
 		t.Run(l.name, func(t *testing.T) {
-			c := newCluster(t, l.hostOf)
+			c := newLayoutCluster(t, l)
 			p := len(l.hostOf)
 			for _, n := range []int{0, 1, 7, 224, 20011} {
 				for root := range p {
@@ -183,7 +183,7 @@ func TestBroadcast(t *testing.T) {
 func TestReduce(t *testing.T) {
 	for _, l := range layouts {
 		t.Run(l.name, func(t *testing.T) {
-			c := newCluster(t, l.hostOf)
+			c := newLayoutCluster(t, l)
 			p := len(l.hostOf)
 			for _, pair := range validPairs() {
 				dt, op := reduce.DType(pair[0]), reduce.Op(pair[1])

@@ -7,7 +7,6 @@ import (
 
 	"github.com/hccl-go/hccl-go/collectives/internal/args"
 	"github.com/hccl-go/hccl-go/transport"
-	"github.com/hccl-go/hccl-go/transport/arena"
 )
 
 // Layout is how a communicator's ranks sit on hosts: Hosts[h] lists host
@@ -27,7 +26,7 @@ type Layout struct {
 // arena requires (a communicator keeps a Comm per stream).
 type Comm struct {
 	ep      transport.Endpoint
-	arena   *arena.Arena // nil when the rank is alone on its host
+	inHost  Host // the collectives of this rank's host; nil when it is alone there
 	hosts   [][]int
 	hostOf  []int // host of every rank
 	localOf []int // local index of every rank on its host
@@ -49,14 +48,15 @@ type Comm struct {
 	last Times // of the last collective (LastTimes)
 }
 
-// New checks that layout places every rank of ep exactly once and that a
-// is the arena of this rank's host (nil only for a host of one rank).
-func New(ep transport.Endpoint, a *arena.Arena, layout Layout) (*Comm, error) {
+// New checks that layout places every rank of ep exactly once and that
+// host runs this rank's host (nil only for a host of one rank: ArenaHost
+// of a nil arena is nil).
+func New(ep transport.Endpoint, host Host, layout Layout) (*Comm, error) {
 	if ep == nil {
 		return nil, args.Invalidf("nil endpoint")
 	}
 	p, me := ep.Size(), ep.Rank()
-	c := &Comm{ep: ep, arena: a, hostOf: make([]int, p), localOf: make([]int, p), host: -1}
+	c := &Comm{ep: ep, inHost: host, hostOf: make([]int, p), localOf: make([]int, p), host: -1}
 	for i := range c.hostOf {
 		c.hostOf[i] = -1
 	}
@@ -85,10 +85,10 @@ func New(ep transport.Endpoint, a *arena.Arena, layout Layout) (*Comm, error) {
 	c.host, c.local = c.hostOf[me], c.localOf[me]
 	mine := c.hosts[c.host]
 	switch {
-	case len(mine) > 1 && a == nil:
-		return nil, args.Invalidf("rank %d shares its host with ranks %v but has no arena", me, mine)
-	case a != nil && !slices.Equal(a.Ranks(), mine):
-		return nil, args.Invalidf("arena of ranks %v, but this rank's host has ranks %v", a.Ranks(), mine)
+	case len(mine) > 1 && host == nil:
+		return nil, args.Invalidf("rank %d shares its host with ranks %v but has no host collectives", me, mine)
+	case host != nil && !slices.Equal(host.Ranks(), mine):
+		return nil, args.Invalidf("host collectives of ranks %v, but this rank's host has ranks %v", host.Ranks(), mine)
 	}
 	c.blocks = c.contributions(c.host)
 	c.packedAt = make([]int, p)
@@ -138,8 +138,8 @@ func (c *Comm) wrapOp(name string, err error) error {
 		return nil
 	}
 	err = fmt.Errorf("hier %s rank %d: %w", name, c.Rank(), err)
-	if c.arena != nil && !errors.Is(err, args.ErrInvalidArgument) {
-		c.arena.Fail(err)
+	if c.inHost != nil && !errors.Is(err, args.ErrInvalidArgument) {
+		c.inHost.Fail(err)
 	}
 	return err
 }

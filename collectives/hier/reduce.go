@@ -6,7 +6,6 @@ import (
 
 	"github.com/hccl-go/hccl-go/collectives"
 	"github.com/hccl-go/hccl-go/collectives/internal/args"
-	"github.com/hccl-go/hccl-go/collectives/intra"
 	"github.com/hccl-go/hccl-go/collectives/reduce"
 	"github.com/hccl-go/hccl-go/transport"
 	"github.com/hccl-go/hccl-go/transport/sub"
@@ -61,8 +60,8 @@ func (c *Comm) reduce(ctx context.Context, tag transport.Tag, send, recv []byte,
 		partial = make([]byte, len(send))
 	}
 	switch {
-	case c.arena != nil:
-		if err := intra.Reduce(ctx, c.arena, uint64(tag), send, partial, dt, first, preMul, c.localOf[leader]); err != nil {
+	case c.inHost != nil:
+		if err := c.inHost.Reduce(ctx, tag, send, partial, dt, first, preMul, c.localOf[leader]); err != nil {
 			return fmt.Errorf("phase 1 (reduce in host %d to rank %d): %w", c.host, leader, err)
 		}
 	case first == reduce.PreMulSum:

@@ -6,7 +6,6 @@ import (
 	"slices"
 
 	"github.com/hccl-go/hccl-go/collectives/internal/args"
-	"github.com/hccl-go/hccl-go/collectives/intra"
 	"github.com/hccl-go/hccl-go/collectives/reduce"
 	"github.com/hccl-go/hccl-go/transport"
 )
@@ -51,7 +50,7 @@ func (c *Comm) reduceScatter(ctx context.Context, tag transport.Tag, send, recv 
 	// partial holds the host's partial sum of block mine[k] at k·b.
 	var partial []byte
 	switch {
-	case c.arena != nil:
+	case c.inHost != nil:
 		done := c.timeArena()
 		packed := make([]byte, p*b)
 		for r := range p {
@@ -62,7 +61,7 @@ func (c *Comm) reduceScatter(ctx context.Context, tag transport.Tag, send, recv 
 			counts[i] = len(ranks) * b / dt.Size()
 		}
 		partial = make([]byte, len(mine)*b)
-		err := intra.ReduceScatterV(ctx, c.arena, uint64(tag), packed, partial, counts, dt, first, preMul)
+		err := c.inHost.ReduceScatterV(ctx, tag, packed, partial, counts, dt, first, preMul)
 		done()
 		if err != nil {
 			return fmt.Errorf("phase 1 (reduce-scatter in host %d): %w", c.host, err)

@@ -200,13 +200,13 @@ func (c *Comm) LastTimes() Times { return c.last }
 func (c *Comm) timeArena() func() {
 	start := time.Now()
 	var waited time.Duration
-	if c.arena != nil {
-		waited = c.arena.Waited()
+	if c.inHost != nil {
+		waited = c.inHost.Waited()
 	}
 	return func() {
 		c.last.Arena += time.Since(start)
-		if c.arena != nil {
-			c.last.ArenaWait += c.arena.Waited() - waited
+		if c.inHost != nil {
+			c.last.ArenaWait += c.inHost.Waited() - waited
 		}
 	}
 }

@@ -33,7 +33,7 @@ func TestAllReduceInRounds(t *testing.T) {
 	}
 	for _, l := range layouts {
 		t.Run(l.name, func(t *testing.T) {
-			c := newCluster(t, l.hostOf)
+			c := newLayoutCluster(t, l)
 			p := len(l.hostOf)
 			for _, dt := range dtypes {
 				for _, op := range []reduce.Op{reduce.Sum, reduce.Avg, reduce.PreMulSum, reduce.Max} {
@@ -72,7 +72,7 @@ func TestAllReduceInRounds(t *testing.T) {
 func TestAllReduceInRoundsBitwiseIdentical(t *testing.T) {
 	for _, l := range layouts {
 		t.Run(l.name, func(t *testing.T) {
-			c := newCluster(t, l.hostOf)
+			c := newLayoutCluster(t, l)
 			p, n := len(l.hostOf), 20011
 			var first []byte
 			for run := range 2 {
@@ -120,7 +120,7 @@ func TestLastTimes(t *testing.T) {
 func TestAllGatherInRounds(t *testing.T) {
 	for _, l := range layouts {
 		t.Run(l.name, func(t *testing.T) {
-			c := newCluster(t, l.hostOf)
+			c := newLayoutCluster(t, l)
 			p := len(l.hostOf)
 			for _, b := range []int{0, 1, 7, 5003, 20011} {
 				for _, inPlace := range []bool{false, true} {
