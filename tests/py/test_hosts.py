@@ -4,7 +4,8 @@ over TCP, and the hierarchical collectives, forced for every op, give the refere
 result through torch.distributed on even and uneven hosts and in subgroups: one that
 connects its own links, and splits of the default group (by default every subgroup), whose
 arena phases run in arenas of the split's members on each host. A split with one member
-per host has no arena phase and runs as messages."""
+per host has no arena phase and runs as messages. With HCCL_GO_SHM_COLLECTIVES=0 the same
+hierarchical collectives run each host's phases as messages over the shm transport."""
 
 from __future__ import annotations
 
@@ -52,8 +53,10 @@ def hosts_job(ctx, hosts: list[str], subgroup: list[int] | None, split: bool | N
     me = ranks.index(ctx.rank)
     # One member per host: no arena phase, messages only.
     apart = len({hosts[r] for r in ranks}) == len(ranks)
+    arenas = os.environ.get("HCCL_GO_SHM_COLLECTIVES", "1") != "0"
+    local = "shm+arena" if arenas else "shm"
     for peer, kind in enumerate(transports):
-        want = "self" if peer == me else ("shm+arena" if hosts[ranks[peer]] == hosts[ctx.rank] else "tcp")
+        want = "self" if peer == me else (local if hosts[ranks[peer]] == hosts[ctx.rank] else "tcp")
         assert kind == want, f"transport to peer {peer}: {kind}, want {want} ({transports})"
 
     p = len(ranks)
@@ -104,11 +107,11 @@ def hosts_job(ctx, hosts: list[str], subgroup: list[int] | None, split: bool | N
             dist.broadcast(t, src=src, group=group)
             assert torch.equal(t, every[ranks.index(src)]), f"broadcast {what}"
 
-    # The flight recorder names the route: intra-host phases in the arena.
+    # The flight recorder names the route: intra-host phases in the arena, or as messages.
     path = torch_hccl_go.dump_trace(group, os.path.join(ctx.store_dir, f"trace{ctx.rank}.json"))
     with open(path) as f:
         routes = {(op["op"], op["route"]) for op in json.load(f)["ops"]}
-    route = "messages" if apart else "hier+arena"
+    route = "messages" if apart else ("hier+arena" if arenas else "hier")
     for kind in ("allreduce", "reduce", "reducescatter", "allgather", "broadcast"):
         assert (kind, route) in routes, f"{kind} did not run as {route}: {sorted(routes)}"
     return {"transports": transports}
@@ -141,4 +144,13 @@ def test_hierarchical_collectives_with_lazy_links(hosts, subgroup, split):
     """The same checks with every TCP link made on first use (HCCL_GO_LAZY_LINKS=1)."""
     env = {"HCCL_GO_ALGO": HIER_EVERYWHERE, "HCCL_GO_TOPO_PROBE": "0", "HCCL_GO_LAZY_LINKS": "1"}
     results = run_ranks(hosts_job, len(hosts), args=(hosts, subgroup, split), init=False, env=env, timeout=240)
+    print(results)
+
+
+@pytest.mark.parametrize("hosts", [["a", "a", "b", "b"], ["a", "b", "a", "b"]], ids=["2+2", "2+2 interleaved"])
+def test_hierarchical_collectives_as_messages(hosts):
+    """The same checks without arenas (HCCL_GO_SHM_COLLECTIVES=0): each host's phases run as
+    messages among its ranks (the route "hier")."""
+    env = {"HCCL_GO_ALGO": HIER_EVERYWHERE, "HCCL_GO_TOPO_PROBE": "0", "HCCL_GO_SHM_COLLECTIVES": "0"}
+    results = run_ranks(hosts_job, len(hosts), args=(hosts, None, False), init=False, env=env, timeout=240)
     print(results)
