@@ -5,49 +5,14 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/hccl-go/hccl-go/collectives"
 	"github.com/hccl-go/hccl-go/collectives/reduce"
 	"github.com/hccl-go/hccl-go/transport"
-	"github.com/hccl-go/hccl-go/transport/inproc"
 )
-
-// ranksRun runs fn on every rank of an inproc group of p ranks, with a
-// deadline, and returns each rank's error.
-func ranksRun(t *testing.T, p int, fn func(ctx context.Context, ep transport.Endpoint) error) []error {
-	t.Helper()
-	eps := inproc.NewGroup(p)
-	t.Cleanup(func() {
-		for _, ep := range eps {
-			_ = ep.Close()
-		}
-	})
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	errs := make([]error, p)
-	var wg sync.WaitGroup
-	for r, ep := range eps {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[r] = fn(ctx, ep)
-		}()
-	}
-	wg.Wait()
-	return errs
-}
-
-func ranksNoErrors(t *testing.T, errs []error) {
-	t.Helper()
-	for r, err := range errs {
-		require.NoError(t, err, "rank %d", r)
-	}
-}
 
 // smallInts is rank r's input of n elements of dt: small integers (exact in
 // every type and under every op the tests use), different per rank and
@@ -72,7 +37,7 @@ func smallInts(dt reduce.DType, r, n int) []byte {
 func flatAllReduce(t *testing.T, p int, dt reduce.DType, op reduce.Op, preMul float64, n int) []byte {
 	t.Helper()
 	out := make([][]byte, p)
-	ranksNoErrors(t, ranksRun(t, p, func(ctx context.Context, ep transport.Endpoint) error {
+	requireAllOK(t, runRanks(t, p, func(ctx context.Context, ep transport.Endpoint) error {
 		r := ep.Rank()
 		out[r] = make([]byte, n*dt.Size())
 		return collectives.AllReduce(ctx, ep, 1, smallInts(dt, r, n), out[r], dt, op, collectives.Options{Algo: collectives.Ring, PreMul: preMul})
@@ -89,7 +54,7 @@ func TestOrderedRings(t *testing.T) {
 			want := flatAllReduce(t, p, reduce.Int32, reduce.Sum, 0, p*n)
 			type result struct{ ar, ag, rs, bc []byte }
 			got := make([]result, p)
-			ranksNoErrors(t, ranksRun(t, p, func(ctx context.Context, ep transport.Endpoint) error {
+			requireAllOK(t, runRanks(t, p, func(ctx context.Context, ep transport.Endpoint) error {
 				r := ep.Rank()
 				in := smallInts(reduce.Int32, r, p*n)
 				res := result{ar: make([]byte, len(in)), ag: make([]byte, p*len(in)), rs: make([]byte, n*4), bc: make([]byte, len(in))}
@@ -121,7 +86,7 @@ func TestOrderedRings(t *testing.T) {
 			}
 		})
 	}
-	errs := ranksRun(t, 3, func(ctx context.Context, ep transport.Endpoint) error {
+	errs := runRanks(t, 3, func(ctx context.Context, ep transport.Endpoint) error {
 		buf := make([]byte, 12)
 		return collectives.OrderedAllReduce(ctx, ep, 1, buf, buf, reduce.Int32, reduce.Sum, []int{0, 1, 1}, collectives.Options{})
 	})

@@ -3,7 +3,6 @@ package intra
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -45,52 +44,6 @@ func verifyAllToAll(t *testing.T, w *world, scs []*SingleCopy, m int, inPlace bo
 	})
 	for r := range p {
 		require.True(t, bytes.Equal(allToAllReference(sends, r), outs[r]), "m=%d inPlace=%v rank %d: recv differs", m, inPlace, r)
-	}
-}
-
-// Every rank reads the blocks meant for it from its peers' sends once the
-// ranks agreed, in and out of place, at p = 2, 3, 4.
-func TestSingleCopyAllToAll(t *testing.T) {
-	requireCMA(t)
-	tu := gatherTuning()
-	for _, p := range []int{2, 3, 4} {
-		t.Run(fmt.Sprint("p", p), func(t *testing.T) {
-			w := newWorld(t, p, testArenaConfig(""))
-			scs := singleCopies(p)
-			for _, m := range gatherBlockSizes(p, tu) {
-				for _, inPlace := range []bool{false, true} {
-					verifyAllToAll(t, w, scs, m, inPlace, tu)
-				}
-			}
-			for r, sc := range scs {
-				assert.Equal(t, "on", sc.State(), "rank %d", r)
-			}
-		})
-	}
-}
-
-// An unwilling or refusing rank makes every rank fall back to the staged
-// exchange with the same results, and the answer sticks.
-func TestSingleCopyAllToAllFallback(t *testing.T) {
-	tu := gatherTuning()
-	for _, c := range []struct {
-		name  string
-		setup func(scs []*SingleCopy)
-	}{
-		{"disabled on the last rank", func(scs []*SingleCopy) { scs[len(scs)-1] = NewSingleCopy(false) }},
-		{"refused on rank 0", func(scs []*SingleCopy) { scs[0].refuse = true }},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			w := newWorld(t, 3, testArenaConfig(""))
-			scs := singleCopies(3)
-			c.setup(scs)
-			for _, m := range gatherBlockSizes(3, tu) {
-				verifyAllToAll(t, w, scs, m, m%2 == 0, tu)
-			}
-			for r, sc := range scs {
-				assert.Contains(t, sc.State(), "off", "rank %d", r)
-			}
-		})
 	}
 }
 

@@ -55,49 +55,66 @@ func verifyAllGather(t *testing.T, w *world, scs []*SingleCopy, m int, inPlace b
 	}
 }
 
-// Every rank reads its peers' blocks in place once they agreed, and gets
-// the concatenation, in and out of place, at p = 2, 3, 4.
-func TestSingleCopyAllGather(t *testing.T) {
+// dataMovers are the single-copy data movers, each with its check of one
+// op on every rank against its reference.
+var dataMovers = []struct {
+	name   string
+	verify func(t *testing.T, w *world, scs []*SingleCopy, m int, inPlace bool, tu tuning)
+}{{"allgather", verifyAllGather}, {"alltoall", verifyAllToAll}}
+
+// Every rank reads its peers' blocks in place once they agreed and gets
+// the reference (all_gather: the concatenation; all_to_all: block me of
+// every send), in and out of place, at p = 2, 3, 4.
+func TestSingleCopyDataMovers(t *testing.T) {
 	requireCMA(t)
 	tu := gatherTuning()
-	for _, p := range []int{2, 3, 4} {
-		t.Run(fmt.Sprint("p", p), func(t *testing.T) {
-			w := newWorld(t, p, testArenaConfig(""))
-			scs := singleCopies(p)
-			for _, m := range gatherBlockSizes(p, tu) {
-				for _, inPlace := range []bool{false, true} {
-					verifyAllGather(t, w, scs, m, inPlace, tu)
+	for _, op := range dataMovers {
+		for _, p := range []int{2, 3, 4} {
+			t.Run(fmt.Sprint(op.name, "/p", p), func(t *testing.T) {
+				w := newWorld(t, p, testArenaConfig(""))
+				scs := singleCopies(p)
+				for _, m := range gatherBlockSizes(p, tu) {
+					for _, inPlace := range []bool{false, true} {
+						op.verify(t, w, scs, m, inPlace, tu)
+					}
 				}
-			}
-			for r, sc := range scs {
-				assert.Equal(t, "on", sc.State(), "rank %d", r)
-			}
-		})
+				for r, sc := range scs {
+					assert.Equal(t, "on", sc.State(), "rank %d", r)
+				}
+			})
+		}
 	}
 }
 
+// unwillingRanks are the ways the data movers' single-copy agreement
+// fails: a rank disabled, or a rank whose kernel refuses the probe.
+var unwillingRanks = []struct {
+	name  string
+	setup func(scs []*SingleCopy)
+}{
+	{"disabled on the last rank", func(scs []*SingleCopy) { scs[len(scs)-1] = NewSingleCopy(false) }},
+	{"refused on rank 0", func(scs []*SingleCopy) { scs[0].refuse = true }},
+}
+
 // An unwilling or refusing rank makes every rank fall back to the staged
-// protocol with the same results, and the answer sticks.
-func TestSingleCopyAllGatherFallback(t *testing.T) {
+// protocol with the same results, and the answer sticks, for all_gather
+// and all_to_all alike.
+func TestSingleCopyDataMoversFallback(t *testing.T) {
 	tu := gatherTuning()
-	for _, c := range []struct {
-		name  string
-		setup func(scs []*SingleCopy)
-	}{
-		{"disabled on the last rank", func(scs []*SingleCopy) { scs[len(scs)-1] = NewSingleCopy(false) }},
-		{"refused on rank 0", func(scs []*SingleCopy) { scs[0].refuse = true }},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			w := newWorld(t, 3, testArenaConfig(""))
-			scs := singleCopies(3)
-			c.setup(scs)
-			for _, m := range gatherBlockSizes(3, tu) {
-				verifyAllGather(t, w, scs, m, m%2 == 0, tu)
-			}
-			for r, sc := range scs {
-				assert.Contains(t, sc.State(), "off", "rank %d", r)
-			}
-		})
+	for _, op := range dataMovers {
+		for _, c := range unwillingRanks {
+			t.Run(op.name+"/"+c.name, func(t *testing.T) {
+				w := newWorld(t, 3, testArenaConfig(""))
+				scs := singleCopies(3)
+				c.setup(scs)
+				for _, m := range gatherBlockSizes(3, tu) {
+					op.verify(t, w, scs, m, m%2 == 0, tu)
+				}
+				for r, sc := range scs {
+					assert.Contains(t, sc.State(), "off", "rank %d", r)
+				}
+			})
+		}
 	}
 }
 
