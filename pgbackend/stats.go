@@ -29,7 +29,8 @@ type OpTraffic struct {
 	MsgsRecv  int64 `json:"msgs_recv"`
 	// ArenaNs and InterNs are the time this kind's hierarchical runs
 	// across hosts (collectives/hier: all_reduce, all_gather,
-	// reduce_scatter) spent in their arena phases and in their inter-host
+	// reduce_scatter) spent in their phases inside each host (the arena,
+	// or messages among a group without one) and in their inter-host
 	// exchange; a large all_reduce overlaps the two.
 	ArenaNs int64 `json:"arena_ns,omitempty"`
 	InterNs int64 `json:"inter_ns,omitempty"`

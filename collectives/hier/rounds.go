@@ -179,13 +179,14 @@ func runRounds(ctx context.Context, k int, s roundStages) error {
 }
 
 // Times is how long a Comm's last collective spent in its arena phases
-// (on the calling goroutine, waits for host-mates included) and in its
+// (its Host's operations, on the calling goroutine, waits for host-mates
+// included; messages among the group for a MessageHost) and in its
 // inter-host phase. The rounds of a large all_reduce overlap the two, so
 // their sum may exceed the op's time.
 type Times struct {
 	Arena, Inter time.Duration
 	// ArenaWait is the part of Arena spent waiting for the host's other
-	// ranks (transport/arena.Arena.Waited): Arena - ArenaWait is this
+	// ranks (Host.Waited; 0 for a MessageHost): Arena - ArenaWait is this
 	// rank's own work in the arena phases.
 	ArenaWait time.Duration
 }
