@@ -90,7 +90,7 @@ type topology struct {
 	// hosts is groups as the layout of the arena-based hierarchical
 	// collectives when they apply: the groups are the hosts and every
 	// shared host has its arenas. Nil otherwise: the groups then run their
-	// phases as messages (hierLayout).
+	// phases as messages (newHier).
 	hosts *hier.Layout
 	// numa is the layout of the NUMA level (numa.go): one group per
 	// (host, NUMA node), when the model has the level; nil otherwise.

@@ -130,9 +130,9 @@ func (c *Comm) leaders(root int) (ranks []int, rootAt int) {
 }
 
 // wrapOp adds the collective's name and the caller's rank to err. An op
-// that failed past its argument checks may leave host peers waiting in the
-// arena for this rank's next phase (when it failed across hosts): the
-// arena is failed with the error, which stops their waits with it.
+// that failed past its argument checks may leave host peers waiting for
+// this rank's next phase (when it failed across hosts): the host is failed
+// with the error (Host.Fail), which stops their arena waits with it.
 func (c *Comm) wrapOp(name string, err error) error {
 	if err == nil {
 		return nil
