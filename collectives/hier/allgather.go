@@ -117,7 +117,10 @@ func (c *Comm) gatherExchange(ctx context.Context, tag transport.Tag, mine []byt
 		}
 	}
 	defer c.timeInter()()
-	if err := exchange(ctx, c.ep, tag, sends, recvs); err != nil {
+	back := c.away()
+	err := exchange(ctx, c.ep, tag, sends, recvs)
+	back(err)
+	if err != nil {
 		return fmt.Errorf("phase 1 (blocks across hosts): %w", err)
 	}
 	return nil

@@ -53,7 +53,10 @@ func (c *Comm) broadcast(ctx context.Context, tag transport.Tag, send, recv []by
 		if err != nil {
 			return err
 		}
-		if err := collectives.Broadcast(ctx, v, tag, recv, recv, rootAt, collectives.Options{ChunkBytes: o.ChunkBytes}); err != nil {
+		back := c.away()
+		err = collectives.Broadcast(ctx, v, tag, recv, recv, rootAt, collectives.Options{ChunkBytes: o.ChunkBytes})
+		back(err)
+		if err != nil {
 			return fmt.Errorf("phase 1 (broadcast across hosts from rank %d): %w", root, err)
 		}
 		return nil

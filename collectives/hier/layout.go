@@ -129,6 +129,23 @@ func (c *Comm) leaders(root int) (ranks []int, rootAt int) {
 	return ranks, c.hostOf[root]
 }
 
+// away marks this rank as busy across hosts on its host (Host.Away) for
+// an inter-host phase; call the result with the phase's error. A phase
+// that failed keeps the mark: wrapOp fails the host next, and a host peer
+// whose own deadline passes in between waits for that failure, which
+// names the rank of the other host that this one waited for.
+func (c *Comm) away() func(error) {
+	if c.inHost == nil {
+		return func(error) {}
+	}
+	back := c.inHost.Away()
+	return func(err error) {
+		if err == nil {
+			back()
+		}
+	}
+}
+
 // wrapOp adds the collective's name and the caller's rank to err. An op
 // that failed past its argument checks may leave host peers waiting for
 // this rank's next phase (when it failed across hosts): the host is failed

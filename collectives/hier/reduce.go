@@ -74,7 +74,10 @@ func (c *Comm) reduce(ctx context.Context, tag transport.Tag, send, recv []byte,
 		if err != nil {
 			return err
 		}
-		if err := collectives.Reduce(ctx, v, tag, partial, recv, dt, later, rootAt, collectives.Options{ChunkBytes: o.ChunkBytes}); err != nil {
+		back := c.away()
+		err = collectives.Reduce(ctx, v, tag, partial, recv, dt, later, rootAt, collectives.Options{ChunkBytes: o.ChunkBytes})
+		back(err)
+		if err != nil {
 			return fmt.Errorf("phase 2 (reduce across hosts to rank %d): %w", root, err)
 		}
 	} else if me == root {

@@ -88,8 +88,9 @@ func (c *Comm) reduceScatter(ctx context.Context, tag transport.Tag, send, recv 
 		}
 	}
 	if b > 0 {
-		done := c.timeInter()
+		done, back := c.timeInter(), c.away()
 		err := exchange(ctx, c.ep, tag, sends, recvs)
+		back(err)
 		done()
 		if err != nil {
 			return fmt.Errorf("phase 2 (partials across hosts): %w", err)

@@ -35,6 +35,7 @@ type Arena struct {
 	bells   []*atomic.Uint32
 	places  []*atomic.Uint64    // where each rank last waited (placement.go)
 	fails   []*atomic.Uint64    // each rank's failed word (failure.go)
+	aways   []*atomic.Uint64    // each rank's away word (failure.go)
 	flags   [2][]*atomic.Uint64 // inline slot flags by parity
 	stamps  [2][][]byte         // inline slot stamps by parity
 	inline  [2][][]byte         // inline payloads by parity
@@ -202,6 +203,7 @@ func (a *Arena) bindViews() {
 	a.bells = make([]*atomic.Uint32, p)
 	a.places = make([]*atomic.Uint64, p)
 	a.fails = make([]*atomic.Uint64, p)
+	a.aways = make([]*atomic.Uint64, p)
 	for par := range 2 {
 		a.flags[par] = make([]*atomic.Uint64, p)
 		a.stamps[par] = make([][]byte, p)
@@ -216,6 +218,7 @@ func (a *Arena) bindViews() {
 		a.bells[j] = word32(m, hBell)
 		a.places[j] = word64(m, hPlace)
 		a.fails[j] = word64(m, hFailed)
+		a.aways[j] = word64(m, hAway)
 		for par := range 2 {
 			off := g.inlineOffset(par)
 			end := off + g.inlineSlotSize()

@@ -36,11 +36,12 @@ type Config struct {
 	// (default 100ms).
 	LivenessInterval time.Duration
 	// FailureGrace is how long a wait whose context's deadline has passed
-	// keeps watching the live peer it waits for, in case that peer fails
-	// the operation itself and publishes why (Fail) (default 1s; negative:
-	// none). The ranks of an op share its timeout: a peer stuck on a rank
-	// of another host times out at about the same moment, and its error
-	// names that rank where this one's could name only the peer.
+	// keeps watching the live peer it waits for when that peer is away
+	// (Away), in case it fails the operation itself and publishes why
+	// (Fail) (default 1s; negative: none). The ranks of an op share its
+	// timeout: a peer stuck on a rank of another host times out at about
+	// the same moment, and its error names that rank where this one's
+	// could name only the peer.
 	FailureGrace time.Duration
 	// Liveness, when set, says whether local rank j is alive, in place of
 	// the lock each rank holds on its segment file: an arena of a subset of

@@ -13,7 +13,31 @@ import (
 // record: the failed word and a message). Peers waiting for it stop at once
 // with its message, rather than at their own timeout with one that can
 // name only this rank: in a hierarchical collective the rank may have
-// failed on a rank of another host, which its message names.
+// failed on a rank of another host, which its message names. While it
+// works across hosts it says so (the away word), so that a peer timing out
+// on it at the same moment waits briefly for that message.
+
+// Away marks this rank as working outside the arena (a hierarchical
+// op's exchange across hosts) until back is called; calls may nest. A peer
+// whose wait for this rank reaches its deadline meanwhile gives it
+// Config.FailureGrace to fail the op itself (Fail): the ranks of an op
+// share its timeout, and this rank's error names whom it waited for. A
+// peer waiting for a rank that is not away reports its deadline at once.
+func (a *Arena) Away() (back func()) {
+	a.life.RLock()
+	defer a.life.RUnlock()
+	if a.closed.Load() {
+		return func() {}
+	}
+	a.aways[a.index].Add(1)
+	return func() {
+		a.life.RLock()
+		defer a.life.RUnlock()
+		if !a.closed.Load() {
+			a.aways[a.index].Add(^uint64(0))
+		}
+	}
+}
 
 // Fail marks the arena unusable because of err, as a failed operation does
 // (End), and publishes err to the peers. It is for a caller whose work
@@ -69,13 +93,16 @@ func (a *Arena) failedBeforePosting(j int, w *atomic.Uint64, e uint64) error {
 }
 
 // graceFailure is called when a wait for local rank j's epoch e has
-// reached its context's deadline: it watches j for up to cfg.FailureGrace
-// and returns j's failure if j publishes one meanwhile, or nil (then the
-// deadline stands). It stops early when j dies, posts e, or the arena
-// closes.
+// reached its context's deadline: when j is away (Away), it watches j for
+// up to cfg.FailureGrace and returns j's failure if j publishes one
+// meanwhile, or nil (then the deadline stands). It stops early when j
+// dies, posts e, or the arena closes.
 func (a *Arena) graceFailure(ctx context.Context, j int, w *atomic.Uint64, e uint64) error {
 	if a.cfg.FailureGrace <= 0 || !errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		return nil
+	}
+	if err := a.failedBeforePosting(j, w, e); err != nil || a.aways[j].Load() == 0 {
+		return err
 	}
 	const poll = time.Millisecond
 	for end := time.Now().Add(a.cfg.FailureGrace); time.Now().Before(end); time.Sleep(poll) {

@@ -69,11 +69,14 @@ func TestFailStopsPeersWaitWithItsMessage(t *testing.T) {
 func TestDeadlineWaitsGraceForPeersFailure(t *testing.T) {
 	cases := []struct {
 		name     string
+		away     bool          // the peer works across hosts (Away)
 		failAt   time.Duration // when the peer fails, after the waiter's deadline; <0: never
 		wantPeer bool
+		wantWait bool // the waiter waits the whole grace
 	}{
-		{"peer fails within the grace", 100 * time.Millisecond, true},
-		{"peer stays silent", -1, false},
+		{"away peer fails within the grace", true, 100 * time.Millisecond, true, false},
+		{"away peer stays silent", true, -1, false, true},
+		{"peer not away: no grace", false, 100 * time.Millisecond, false, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -81,6 +84,9 @@ func TestDeadlineWaitsGraceForPeersFailure(t *testing.T) {
 			cfg.FailureGrace = 2 * time.Second
 			arenas := connectAll(t, 2, cfg)
 			const deadline = 50 * time.Millisecond
+			if tc.away {
+				defer arenas[1].Away()()
+			}
 			ctx, cancel := context.WithTimeout(context.Background(), deadline)
 			defer cancel()
 			start := time.Now()
@@ -95,10 +101,13 @@ func TestDeadlineWaitsGraceForPeersFailure(t *testing.T) {
 			if tc.wantPeer {
 				assert.ErrorIs(t, err, ErrPeerFailed)
 				assert.Contains(t, err.Error(), "rank 5 of host 2")
-				assert.Less(t, took, cfg.FailureGrace, "the failure ends the grace")
 			} else {
 				assert.NotErrorIs(t, err, ErrPeerFailed)
-				assert.GreaterOrEqual(t, took, cfg.FailureGrace, "a silent live peer gets the whole grace")
+			}
+			if tc.wantWait {
+				assert.GreaterOrEqual(t, took, cfg.FailureGrace, "a silent live peer away gets the whole grace")
+			} else {
+				assert.Less(t, took, cfg.FailureGrace, "no grace, or the failure ended it")
 			}
 		})
 	}
@@ -110,8 +119,11 @@ func TestGraceEndsWhenPeerDies(t *testing.T) {
 	arenas := connectAll(t, 2, cfg)
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
+	back := arenas[1].Away()
 	done := waitFor(ctx, t, arenas[0])
 	time.Sleep(100 * time.Millisecond)
+	back()
+	arenas[1].Away() // still away when it closes
 	require.NoError(t, arenas[1].Close())
 	select {
 	case err := <-done:

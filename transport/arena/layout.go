@@ -17,8 +17,9 @@ import (
 //	  line 2  posted (the owner's last posted epoch), waiters (peers that
 //	          may sleep on the bell), bell (futex word, bumped to wake them),
 //	          place (the CPU the owner last waited on, see placement.go)
-//	  line 3  failed (the owner's epoch when it failed, plus one; 0: not
-//	          failed), the length of the failure message
+//	  line 3  failed (1 once the owner failed an operation, 0 before), the
+//	          length of the failure message, away (how many phases the
+//	          owner has under way outside the arena, see failure.go)
 //	  lines 4-11  the failure message (failure.go), written before failed
 //	inline slots, parity 0 and 1: each a flag word (the epoch of the data),
 //	  the stamp of the operation that epoch began (three words, see
@@ -48,6 +49,7 @@ const (
 	hPlace       = 2*lineSize + 16
 	hFailed      = 3 * lineSize
 	hFailLen     = 3*lineSize + 8
+	hAway        = 3*lineSize + 16
 	hFailMsg     = 4 * lineSize
 	failMsgBytes = 8 * lineSize
 	headerSize   = pageSize
