@@ -10,55 +10,15 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/hccl-go/hccl-go/transport/internal/gather"
 )
-
-// memExchange is an all-gather among n goroutines, one call per rank per
-// round.
-type memExchange struct {
-	mu    sync.Mutex
-	cond  *sync.Cond
-	n     int
-	round int
-	got   int
-	buf   []byte
-	out   []byte
-}
-
-func newMemExchange(n int) *memExchange {
-	e := &memExchange{n: n}
-	e.cond = sync.NewCond(&e.mu)
-	return e
-}
-
-// forRank is rank's Exchange.
-func (e *memExchange) forRank(rank int) Exchange {
-	return func(ctx context.Context, send, recv []byte) error {
-		e.mu.Lock()
-		defer e.mu.Unlock()
-		if e.buf == nil {
-			e.buf = make([]byte, e.n*len(send))
-		}
-		copy(e.buf[rank*len(send):], send)
-		round := e.round
-		e.got++
-		if e.got == e.n {
-			e.out, e.buf, e.got = e.buf, nil, 0
-			e.round++
-			e.cond.Broadcast()
-		}
-		for e.round == round {
-			e.cond.Wait()
-		}
-		copy(recv, e.out)
-		return nil
-	}
-}
 
 // allocAll allocates bytes on n goroutine ranks with the given host ids
 // (nil: one host) in dir and returns their windows, closed at cleanup.
 func allocAll(t *testing.T, n, bytes int, hosts []string, dir string) []*Window {
 	t.Helper()
-	ex := newMemExchange(n)
+	ex := gather.New(n)
 	ws := make([]*Window, n)
 	errs := make([]error, n)
 	var wg sync.WaitGroup
@@ -70,7 +30,7 @@ func allocAll(t *testing.T, n, bytes int, hosts []string, dir string) []*Window 
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			ws[r], errs[r] = Alloc(context.Background(), Spec{Rank: r, Size: n, Bytes: bytes, HostID: host, Dir: dir, Timeout: 10 * time.Second}, ex.forRank(r))
+			ws[r], errs[r] = Alloc(context.Background(), Spec{Rank: r, Size: n, Bytes: bytes, HostID: host, Dir: dir, Timeout: 10 * time.Second}, ex.ForRank(r))
 		}()
 	}
 	wg.Wait()

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hccl-go/hccl-go/transport"
+	"github.com/hccl-go/hccl-go/transport/internal/gather"
 )
 
 func TestAllocPutGetRegion(t *testing.T) {
@@ -105,10 +106,10 @@ func TestBounds(t *testing.T) {
 }
 
 func TestSizesMustAgree(t *testing.T) {
-	ex := newMemExchange(2)
+	ex := gather.New(2)
 	dir := tempDir(t)
 	errs := parallel(2, func(r int) error {
-		_, err := Alloc(context.Background(), Spec{Rank: r, Size: 2, Bytes: 100 * (r + 1), HostID: "h", Dir: dir, Timeout: time.Second}, ex.forRank(r))
+		_, err := Alloc(context.Background(), Spec{Rank: r, Size: 2, Bytes: 100 * (r + 1), HostID: "h", Dir: dir, Timeout: time.Second}, ex.ForRank(r))
 		return err
 	})
 	for r, err := range errs {
