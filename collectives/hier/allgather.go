@@ -117,9 +117,9 @@ func (c *Comm) gatherExchange(ctx context.Context, tag transport.Tag, mine []byt
 		}
 	}
 	defer c.timeInter()()
-	back := c.away()
+	c.beginAway()
 	err := exchange(ctx, c.ep, tag, sends, recvs)
-	back(err)
+	c.endAway(err)
 	if err != nil {
 		return fmt.Errorf("phase 1 (blocks across hosts): %w", err)
 	}

@@ -113,9 +113,9 @@ func (a *allReduceOp) scatter(ctx context.Context, r round) error {
 func (a *allReduceOp) crossHosts(ctx context.Context, r round) error {
 	c, es := a.c, a.dt.Size()
 	defer c.timeInter()()
-	back := c.away()
+	c.beginAway()
 	err := c.allReduceSegments(ctx, a.tag, a.recv, r, a.dt, a.later, a.comp, a.across)
-	back(err)
+	c.endAway(err)
 	if err != nil {
 		return fmt.Errorf("phase 2 (all_reduce across hosts): %w", err)
 	}

@@ -53,9 +53,9 @@ func (c *Comm) broadcast(ctx context.Context, tag transport.Tag, send, recv []by
 		if err != nil {
 			return err
 		}
-		back := c.away()
+		c.beginAway()
 		err = collectives.Broadcast(ctx, v, tag, recv, recv, rootAt, collectives.Options{ChunkBytes: o.ChunkBytes})
-		back(err)
+		c.endAway(err)
 		if err != nil {
 			return fmt.Errorf("phase 1 (broadcast across hosts from rank %d): %w", root, err)
 		}

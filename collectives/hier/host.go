@@ -31,10 +31,11 @@ type Host interface {
 	// Fail tells the host's peers that this rank's op failed with err
 	// outside the host's operations, where they may be waiting for it.
 	Fail(err error)
-	// Away tells them that this rank works across hosts until back is
-	// called, so that a peer whose wait for it times out first waits
-	// briefly for its failure (arena.Arena.Away).
-	Away() (back func())
+	// BeginAway tells them that this rank works across hosts until the
+	// matching EndAway, so that a peer whose wait for it times out first
+	// waits briefly for its failure (arena.Arena.BeginAway).
+	BeginAway()
+	EndAway()
 	// Waited is the time this rank has spent waiting for its host's
 	// peers, where the host measures it (0 otherwise).
 	Waited() time.Duration
@@ -53,7 +54,8 @@ type arenaHost struct{ a *arena.Arena }
 
 func (h arenaHost) Ranks() []int          { return h.a.Ranks() }
 func (h arenaHost) Fail(err error)        { h.a.Fail(err) }
-func (h arenaHost) Away() func()          { return h.a.Away() }
+func (h arenaHost) BeginAway()            { h.a.BeginAway() }
+func (h arenaHost) EndAway()              { h.a.EndAway() }
 func (h arenaHost) Waited() time.Duration { return h.a.Waited() }
 
 func (h arenaHost) ReduceScatterV(ctx context.Context, tag transport.Tag, send, recv []byte, counts []int, dt reduce.DType, op reduce.Op, preMul float64) error {
@@ -102,8 +104,9 @@ func (h messageHost) Fail(error) {}
 
 func (h messageHost) Waited() time.Duration { return 0 }
 
-// Away does nothing, as Fail.
-func (h messageHost) Away() func() { return func() {} }
+// BeginAway and EndAway do nothing, as Fail.
+func (h messageHost) BeginAway() {}
+func (h messageHost) EndAway()   {}
 
 func (h messageHost) ReduceScatterV(ctx context.Context, tag transport.Tag, send, recv []byte, counts []int, dt reduce.DType, op reduce.Op, preMul float64) error {
 	return collectives.ReduceScatterV(ctx, h.v, tag, send, recv, counts, dt, op, collectives.Options{PreMul: preMul})

@@ -129,20 +129,21 @@ func (c *Comm) leaders(root int) (ranks []int, rootAt int) {
 	return ranks, c.hostOf[root]
 }
 
-// away marks this rank as busy across hosts on its host (Host.Away) for
-// an inter-host phase; call the result with the phase's error. A phase
-// that failed keeps the mark: wrapOp fails the host next, and a host peer
-// whose own deadline passes in between waits for that failure, which
-// names the rank of the other host that this one waited for.
-func (c *Comm) away() func(error) {
-	if c.inHost == nil {
-		return func(error) {}
+// beginAway marks this rank as busy across hosts on its host
+// (Host.BeginAway) for an inter-host phase; endAway ends the mark with the
+// phase's error. A phase that failed keeps the mark: wrapOp fails the host
+// next, and a host peer whose own deadline passes in between waits for
+// that failure, which names the rank of the other host that this one
+// waited for.
+func (c *Comm) beginAway() {
+	if c.inHost != nil {
+		c.inHost.BeginAway()
 	}
-	back := c.inHost.Away()
-	return func(err error) {
-		if err == nil {
-			back()
-		}
+}
+
+func (c *Comm) endAway(err error) {
+	if c.inHost != nil && err == nil {
+		c.inHost.EndAway()
 	}
 }
 

@@ -74,9 +74,9 @@ func (c *Comm) reduce(ctx context.Context, tag transport.Tag, send, recv []byte,
 		if err != nil {
 			return err
 		}
-		back := c.away()
+		c.beginAway()
 		err = collectives.Reduce(ctx, v, tag, partial, recv, dt, later, rootAt, collectives.Options{ChunkBytes: o.ChunkBytes})
-		back(err)
+		c.endAway(err)
 		if err != nil {
 			return fmt.Errorf("phase 2 (reduce across hosts to rank %d): %w", root, err)
 		}

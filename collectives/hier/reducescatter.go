@@ -88,9 +88,10 @@ func (c *Comm) reduceScatter(ctx context.Context, tag transport.Tag, send, recv 
 		}
 	}
 	if b > 0 {
-		done, back := c.timeInter(), c.away()
+		done := c.timeInter()
+		c.beginAway()
 		err := exchange(ctx, c.ep, tag, sends, recvs)
-		back(err)
+		c.endAway(err)
 		done()
 		if err != nil {
 			return fmt.Errorf("phase 2 (partials across hosts): %w", err)

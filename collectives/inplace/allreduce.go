@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/hccl-go/hccl-go/collectives/internal/args"
 	"github.com/hccl-go/hccl-go/collectives/reduce"
 	"github.com/hccl-go/hccl-go/transport/symm"
 )
@@ -152,14 +153,12 @@ func ReduceScatter(ctx context.Context, w *symm.Window, ch int, seq uint64, send
 func foldInto(dt reduce.DType, op reduce.Op, in [][]byte, out []byte, es int) {
 	p := len(in)
 	if p == 1 {
-		if !sameStart(in[0], out) {
-			copy(out, in[0])
-		}
+		args.CopyUnlessSame(out, in[0])
 		return
 	}
 	aliased := false
 	for _, x := range in[2:] {
-		aliased = aliased || sameStart(x, out)
+		aliased = aliased || args.SameMemory(x, out)
 	}
 	step := chunkBytes / es * es // each chunk stays in cache while every input is added
 	var acc []byte
@@ -183,9 +182,4 @@ func foldInto(dt reduce.DType, op reduce.Op, in [][]byte, out []byte, es int) {
 			copy(out[a:b], c)
 		}
 	}
-}
-
-// sameStart says whether a and b start at the same byte (both empty: yes).
-func sameStart(a, b []byte) bool {
-	return len(a) == 0 || len(b) == 0 || &a[0] == &b[0]
 }

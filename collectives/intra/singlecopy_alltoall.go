@@ -41,12 +41,8 @@ func allToAllWith(ctx context.Context, a *arena.Arena, sc *SingleCopy, seq uint6
 	if len(send) != len(recv) || len(send)%p != 0 {
 		return args.Invalidf("send of %d bytes and recv of %d: want equal lengths, a multiple of %d ranks", len(send), len(recv), p)
 	}
-	m := len(send) / p
-	counts, displs := make([]int, p), make([]int, p)
-	for j := range p {
-		counts[j], displs[j] = m, j*m
-	}
-	x := exchange{send: send, sendCounts: counts, sendDispls: displs, recv: recv, recvCounts: counts, recvDispls: displs}
+	b := evenBlocks(p, len(send)/p)
+	x := exchange{send: send, sendCounts: b.size, sendDispls: b.off, recv: recv, recvCounts: b.size, recvDispls: b.off}
 	x.stamp = opStamp{kind: kindAllToAllV, seq: seq, root: noRoot}.encode()
 	if !sc.allToAllUsable(len(recv), p, t) {
 		return x.run(ctx, a, seq, t)

@@ -37,7 +37,7 @@ type Config struct {
 	LivenessInterval time.Duration
 	// FailureGrace is how long a wait whose context's deadline has passed
 	// keeps watching the live peer it waits for when that peer is away
-	// (Away), in case it fails the operation itself and publishes why
+	// (BeginAway), in case it fails the operation itself and publishes why
 	// (Fail) (default 1s; negative: none). The ranks of an op share its
 	// timeout: a peer stuck on a rank of another host times out at about
 	// the same moment, and its error names that rank where this one's

@@ -58,6 +58,6 @@
 // The failing rank publishes its error in its segment (Fail, failure.go):
 // peers waiting for it stop at once with its message (ErrPeerFailed), and
 // a peer whose own deadline passes first while it is away across hosts
-// (Away) gives it a grace to say why, so that a rank stuck behind a host
+// (BeginAway) gives it a grace to say why, so that a rank stuck behind a host
 // peer names the rank that really failed.
 package arena

@@ -17,25 +17,22 @@ import (
 // works across hosts it says so (the away word), so that a peer timing out
 // on it at the same moment waits briefly for that message.
 
-// Away marks this rank as working outside the arena (a hierarchical
-// op's exchange across hosts) until back is called; calls may nest. A peer
-// whose wait for this rank reaches its deadline meanwhile gives it
+// BeginAway marks this rank as working outside the arena (a hierarchical
+// op's exchange across hosts) until the matching EndAway; calls may nest.
+// A peer whose wait for this rank reaches its deadline meanwhile gives it
 // Config.FailureGrace to fail the op itself (Fail): the ranks of an op
 // share its timeout, and this rank's error names whom it waited for. A
 // peer waiting for a rank that is not away reports its deadline at once.
-func (a *Arena) Away() (back func()) {
+func (a *Arena) BeginAway() { a.addAway(1) }
+
+// EndAway undoes one BeginAway.
+func (a *Arena) EndAway() { a.addAway(^uint64(0)) }
+
+func (a *Arena) addAway(d uint64) {
 	a.life.RLock()
 	defer a.life.RUnlock()
-	if a.closed.Load() {
-		return func() {}
-	}
-	a.aways[a.index].Add(1)
-	return func() {
-		a.life.RLock()
-		defer a.life.RUnlock()
-		if !a.closed.Load() {
-			a.aways[a.index].Add(^uint64(0))
-		}
+	if !a.closed.Load() {
+		a.aways[a.index].Add(d)
 	}
 }
 
@@ -93,7 +90,7 @@ func (a *Arena) failedBeforePosting(j int, w *atomic.Uint64, e uint64) error {
 }
 
 // graceFailure is called when a wait for local rank j's epoch e has
-// reached its context's deadline: when j is away (Away), it watches j for
+// reached its context's deadline: when j is away (BeginAway), it watches j for
 // up to cfg.FailureGrace and returns j's failure if j publishes one
 // meanwhile, or nil (then the deadline stands). It stops early when j
 // dies, posts e, or the arena closes.

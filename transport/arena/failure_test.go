@@ -69,7 +69,7 @@ func TestFailStopsPeersWaitWithItsMessage(t *testing.T) {
 func TestDeadlineWaitsGraceForPeersFailure(t *testing.T) {
 	cases := []struct {
 		name     string
-		away     bool          // the peer works across hosts (Away)
+		away     bool          // the peer works across hosts (BeginAway)
 		failAt   time.Duration // when the peer fails, after the waiter's deadline; <0: never
 		wantPeer bool
 		wantWait bool // the waiter waits the whole grace
@@ -85,7 +85,8 @@ func TestDeadlineWaitsGraceForPeersFailure(t *testing.T) {
 			arenas := connectAll(t, 2, cfg)
 			const deadline = 50 * time.Millisecond
 			if tc.away {
-				defer arenas[1].Away()()
+				arenas[1].BeginAway()
+				defer arenas[1].EndAway()
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), deadline)
 			defer cancel()
@@ -119,11 +120,11 @@ func TestGraceEndsWhenPeerDies(t *testing.T) {
 	arenas := connectAll(t, 2, cfg)
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	back := arenas[1].Away()
+	arenas[1].BeginAway()
 	done := waitFor(ctx, t, arenas[0])
 	time.Sleep(100 * time.Millisecond)
-	back()
-	arenas[1].Away() // still away when it closes
+	arenas[1].EndAway()
+	arenas[1].BeginAway() // still away when it closes
 	require.NoError(t, arenas[1].Close())
 	select {
 	case err := <-done:
